@@ -1,0 +1,158 @@
+"""One open database file: its writer, its readers, and the open/suspend/close life cycle.
+
+Opening order matters for the promises we make about files we do not own: the header is
+read first (a non-database fails before anything is written), then the schema version (a
+newer file is refused untouched), and only then is the journal mode switched and the
+schema migrated.
+
+`suspend()` lets the factory close an idle database's connections to bound open file
+descriptors; the next `read()`/`write()` reopens them, so handles stay valid. `close()` is
+final: every later call raises `StoreClosedError`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import apsw
+
+from .config import StoreConfig
+from .connection import check_is_database, connect, require_fts5, set_wal
+from .errors import StoreClosedError, translate_errors
+from .migrations import apply_migrations, refuse_too_new
+from .writer import ReaderPool, Writer
+
+__all__ = ["Engine", "OpenHook"]
+
+#: Work run in the writer's first transaction after every (re)open, e.g. indexing
+#: messages stored while history search was off.
+OpenHook = Callable[[apsw.Connection, StoreConfig], None]
+
+
+class Engine:
+    def __init__(self, path: Path, config: StoreConfig, hooks: Sequence[OpenHook] = ()) -> None:
+        self.path = path
+        self.config = config
+        self._hooks = tuple(hooks)
+        self._state = threading.Condition(threading.Lock())
+        self._active = 0
+        self._closed = False
+        self._writer: Writer | None = None
+        self._readers: ReaderPool | None = None
+        self._open()
+
+    # -- life cycle -------------------------------------------------------------------
+
+    def _open(self) -> None:
+        conn = connect(self.path, self.config, create=True)
+        try:
+            check_is_database(conn, self.path)
+            refuse_too_new(conn, self.path)
+            set_wal(conn, self.path, self.config)
+            require_fts5(conn, self.path)
+            apply_migrations(conn, self.path, self.config.tokenizer)
+            writer = Writer(conn, self.path, self.config.busy_timeout_ms)
+            if self._hooks:
+                with writer.transaction() as tx:
+                    for hook in self._hooks:
+                        hook(tx, self.config)
+        except BaseException:
+            conn.close()
+            raise
+        self._writer = writer
+        self._readers = ReaderPool(self._connect_reader, self.path)
+
+    def _connect_reader(self) -> apsw.Connection:
+        conn = connect(self.path, self.config)
+        with translate_errors(str(self.path)):
+            conn.pragma("query_only", "ON")
+        return conn
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def is_open(self) -> bool:
+        """True while connections are held (not closed, not suspended)."""
+        return self._writer is not None
+
+    def suspend(self) -> bool:
+        """Close the connections if nobody is using them; the next use reopens."""
+        with self._state:
+            if self._closed or self._active or self._writer is None:
+                return False
+            self._shutdown()
+            return True
+
+    def close(self) -> None:
+        with self._state:
+            if self._closed:
+                return
+            self._closed = True
+            while self._active:  # let calls in flight finish
+                self._state.wait()
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        readers, writer = self._readers, self._writer
+        self._readers = self._writer = None
+        if readers is not None:
+            readers.close()
+        if writer is not None:
+            with translate_errors(str(self.path)):
+                try:
+                    writer.connection.pragma("optimize")
+                finally:
+                    writer.close()
+
+    # -- use --------------------------------------------------------------------------
+
+    def _enter(self) -> tuple[Writer, ReaderPool]:
+        with self._state:
+            if self._closed:
+                raise StoreClosedError(f"{self.path}: store is closed")
+            if self._writer is None:
+                self._open()
+            self._active += 1
+            assert self._writer is not None and self._readers is not None
+            return self._writer, self._readers
+
+    def _leave(self) -> None:
+        with self._state:
+            self._active -= 1
+            if not self._active:
+                self._state.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One write transaction (a savepoint when nested)."""
+        writer, _ = self._enter()
+        try:
+            with writer.transaction() as conn:
+                yield conn
+        finally:
+            self._leave()
+
+    @contextmanager
+    def read(self) -> Iterator[apsw.Connection]:
+        """A reader connection for this thread, returned to the pool afterwards."""
+        _, readers = self._enter()
+        try:
+            with readers.connection() as conn:
+                yield conn
+        finally:
+            self._leave()
+
+    @contextmanager
+    def writer_connection(self) -> Iterator[apsw.Connection]:
+        """The write connection outside a transaction, for maintenance (VACUUM, checkpoint)."""
+        writer, _ = self._enter()
+        try:
+            with writer.exclusive() as conn:
+                yield conn
+        finally:
+            self._leave()

@@ -1,0 +1,119 @@
+"""sqlmem's error hierarchy, and the one place where apsw errors become ours.
+
+apsw raises one class per SQLite result code. Callers of sqlmem should never have to
+import apsw to handle a failure, so every call that touches SQLite runs inside
+`translate_errors()`, which re-raises the most specific sqlmem error with the apsw
+exception kept as `__cause__`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import apsw
+
+__all__ = [
+    "CorruptDatabaseError",
+    "FactNotFoundError",
+    "InvalidAgentIdError",
+    "InvalidArgumentError",
+    "InvalidQueryError",
+    "MigrationChecksumError",
+    "MigrationError",
+    "SchemaTooNewError",
+    "SqlmemError",
+    "StorageBusyError",
+    "StoreClosedError",
+    "translate_errors",
+]
+
+
+class SqlmemError(Exception):
+    """Base of every error sqlmem raises on purpose."""
+
+
+class InvalidArgumentError(SqlmemError, ValueError):
+    """An argument or configuration value is not acceptable; the message names it."""
+
+
+class InvalidAgentIdError(InvalidArgumentError):
+    """An agent id that could escape its folder or is otherwise not allowed."""
+
+
+class InvalidQueryError(InvalidArgumentError):
+    """A raw-mode FTS5 query that SQLite cannot parse."""
+
+
+class FactNotFoundError(SqlmemError, KeyError):
+    """`delete` was asked to remove a fact id that is not stored."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class StoreClosedError(SqlmemError):
+    """The database (or the factory that owned it) was closed."""
+
+
+class StorageBusyError(SqlmemError):
+    """Another writer held the database for longer than the busy timeout."""
+
+
+class MigrationError(SqlmemError):
+    """The schema could not be brought to the version this code expects."""
+
+
+class SchemaTooNewError(MigrationError):
+    """The file was written by a newer sqlmem; it is left untouched."""
+
+
+class MigrationChecksumError(MigrationError):
+    """An applied migration file was edited after it ran."""
+
+
+class CorruptDatabaseError(SqlmemError):
+    """The file is not a SQLite database, or its pages are damaged."""
+
+
+def _map(exc: apsw.Error, context: str) -> SqlmemError:
+    """Pick the sqlmem class for one apsw exception."""
+    where = f"{context}: " if context else ""
+    detail = f"{where}{exc}"
+    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+        return StorageBusyError(f"{where}database is busy (another writer held it too long)")
+    if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return CorruptDatabaseError(f"{where}not a valid SQLite database or damaged ({exc})")
+    if isinstance(exc, (apsw.ConnectionClosedError, apsw.CursorClosedError)):
+        return StoreClosedError(f"{where}store is closed")
+    if isinstance(exc, apsw.FullError):
+        return SqlmemError(f"{where}disk or database full ({exc})")
+    if isinstance(exc, apsw.CantOpenError):
+        return SqlmemError(f"{where}cannot open database file ({exc})")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return SqlmemError(f"{where}database is read-only ({exc})")
+    if isinstance(exc, apsw.IOError):
+        return SqlmemError(f"{where}I/O error ({exc})")
+    if isinstance(exc, apsw.TooBigError):
+        return InvalidArgumentError(f"{where}value too large for SQLite ({exc})")
+    return SqlmemError(detail)
+
+
+def map_apsw_error(exc: apsw.Error, context: str = "") -> SqlmemError:
+    """The sqlmem error for `exc`, with `exc` as its cause."""
+    mapped = _map(exc, context)
+    mapped.__cause__ = exc
+    return mapped
+
+
+@contextmanager
+def translate_errors(context: str = "") -> Iterator[None]:
+    """Re-raise any apsw error inside the block as a sqlmem error.
+
+    `context` (usually the database path) is prefixed to the message so a user with
+    several databases knows which one failed.
+    """
+    try:
+        yield
+    except apsw.Error as exc:
+        raise map_apsw_error(exc, context) from exc

@@ -1,0 +1,192 @@
+"""Versioned SQL migrations: load, validate, apply.
+
+Files are `migrations/NNNN_slug.sql`. The whole plan is validated before anything runs
+(versions unique and contiguous from 1). Each pending file is applied in its own
+`BEGIN IMMEDIATE` transaction together with its `schema_version` row and
+`PRAGMA user_version`, and the version is re-read inside that transaction, so two
+processes migrating the same new file each see the other's work and every migration runs
+exactly once. An applied file whose text changed is refused (`MigrationChecksumError`);
+a file newer than this code is refused before anything is written (`SchemaTooNewError`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import apsw
+
+from .errors import (
+    MigrationChecksumError,
+    MigrationError,
+    SchemaTooNewError,
+    map_apsw_error,
+    translate_errors,
+)
+from .records import now_ms
+
+__all__ = ["Migration", "apply_migrations", "latest_version", "load_migrations", "migrations_dir"]
+
+_FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+# The ledger itself is the one table not created by a migration: it must exist before the
+# first migration can be recorded in the same transaction that applies it.
+_CREATE_LEDGER = """
+CREATE TABLE IF NOT EXISTS schema_version (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT    NOT NULL,
+    sha256     TEXT    NOT NULL,
+    applied_at INTEGER NOT NULL
+)
+"""
+_SELECT_APPLIED = "SELECT version, name, sha256 FROM schema_version ORDER BY version"
+_INSERT_APPLIED = (
+    "INSERT INTO schema_version(version, name, sha256, applied_at) VALUES (?, ?, ?, ?)"
+)
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+    sha256: str
+
+
+def migrations_dir() -> Path:
+    """The migrations shipped in the wheel, else the checkout's top-level folder."""
+    package = Path(__file__).resolve().parent
+    for candidate in (package / "_migrations", package.parent / "migrations"):
+        if candidate.is_dir():
+            return candidate
+    raise MigrationError(f"migrations folder not found next to {package}")
+
+
+@cache
+def load_migrations(folder: Path | None = None) -> tuple[Migration, ...]:
+    """Every migration, validated as a whole plan before any is applied."""
+    folder = folder or migrations_dir()
+    found: dict[int, Migration] = {}
+    for path in sorted(folder.glob("*.sql")):
+        match = _FILE_NAME.match(path.name)
+        if not match:
+            raise MigrationError(f"{path}: migration files are named NNNN_slug.sql")
+        version = int(match.group(1))
+        if version in found:
+            raise MigrationError(f"{path}: version {version} appears twice")
+        data = path.read_bytes()
+        found[version] = Migration(
+            version, path.stem, data.decode("utf-8"), hashlib.sha256(data).hexdigest()
+        )
+    versions = sorted(found)
+    if versions != list(range(1, len(versions) + 1)):
+        raise MigrationError(f"{folder}: versions must run 1, 2, 3 ... without gaps: {versions}")
+    return tuple(found[v] for v in versions)
+
+
+def latest_version() -> int:
+    return len(load_migrations())
+
+
+def read_user_version(conn: apsw.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").get)
+
+
+def refuse_too_new(conn: apsw.Connection, path: Path) -> None:
+    """Before anything is written: a file from a newer sqlmem stays as it is."""
+    with translate_errors(str(path)):
+        version = read_user_version(conn)
+    latest = latest_version()
+    if version > latest:
+        raise SchemaTooNewError(
+            f"{path}: schema version {version} is newer than this sqlmem knows "
+            f"(latest {latest}); upgrade sqlmem to open it"
+        )
+
+
+def apply_migrations(conn: apsw.Connection, path: Path, tokenizer: str) -> int:
+    """Bring the file to the latest version; returns how many migrations this call ran."""
+    plan = load_migrations()
+    try:
+        current = read_user_version(conn)
+        if current:
+            _verify_checksums(conn, path, plan[:current])
+        ran = 0
+        for migration in plan[current:]:
+            ran += _apply_one(conn, path, migration, plan, tokenizer)
+        return ran
+    except apsw.Error as exc:
+        raise map_apsw_error(exc, f"{path}: migrating") from exc
+
+
+def _apply_one(
+    conn: apsw.Connection,
+    path: Path,
+    migration: Migration,
+    plan: tuple[Migration, ...],
+    tokenizer: str,
+) -> int:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        # Re-read inside the write lock: another process may have just applied it.
+        current = read_user_version(conn)
+        if current > len(plan):
+            raise SchemaTooNewError(
+                f"{path}: schema version {current} is newer than this sqlmem knows "
+                f"(latest {len(plan)})"
+            )
+        if current >= migration.version:
+            conn.execute("COMMIT")
+            return 0
+        if current == 0:
+            _refuse_foreign_file(conn, path)
+        conn.execute(_CREATE_LEDGER)
+        conn.execute(migration.sql.replace("{tokenizer}", tokenizer))
+        conn.execute(
+            _INSERT_APPLIED, (migration.version, migration.name, migration.sha256, now_ms())
+        )
+        # PRAGMA cannot take a bound parameter; the version is an int from our own plan.
+        conn.execute(f"PRAGMA user_version = {int(migration.version)}")
+        conn.execute("COMMIT")
+        return 1
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _refuse_foreign_file(conn: apsw.Connection, path: Path) -> None:
+    """A SQLite file with tables but no sqlmem version belongs to someone else."""
+    foreign = conn.execute(
+        "SELECT name FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' LIMIT 1"
+    ).get
+    if foreign is not None:
+        raise MigrationError(
+            f"{path}: not a sqlmem database (it has tables, e.g. {foreign!r}, but no sqlmem "
+            "schema version); refusing to change it"
+        )
+
+
+def _verify_checksums(conn: apsw.Connection, path: Path, applied: tuple[Migration, ...]) -> None:
+    try:
+        recorded = {row[0]: (row[1], row[2]) for row in conn.execute(_SELECT_APPLIED)}
+    except apsw.SQLError:
+        raise MigrationError(
+            f"{path}: not a sqlmem database (user_version is set but there is no "
+            "schema_version table); refusing to change it"
+        ) from None
+    for migration in applied:
+        entry = recorded.get(migration.version)
+        if entry is None:
+            raise MigrationError(
+                f"{path}: schema_version has no row for version {migration.version} "
+                "(the file was not made by sqlmem's migrations)"
+            )
+        if entry[1] != migration.sha256:
+            raise MigrationChecksumError(
+                f"{path}: migration {migration.name} was changed after it was applied "
+                f"(recorded sha256 {entry[1][:12]}…, file {migration.sha256[:12]}…)"
+            )

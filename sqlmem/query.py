@@ -1,0 +1,134 @@
+"""Turning user text into FTS5 queries that cannot fail, and text into indexable text.
+
+User text never reaches MATCH as syntax. A query is cut into words (runs of letters or
+digits); each word becomes a quoted FTS5 phrase, so `C++`, `what's`, `AND`, `NEAR(a b)`
+or a lone `"` are just words (or nothing). Words the store's tokenizer would reduce to no
+token at all are dropped, because an empty phrase makes an AND query match nothing.
+
+Scripts written without spaces (Chinese, Japanese, Korean, Thai, ...) would otherwise be
+indexed as one giant token per run, so that `跑步` could never find `用户喜欢周日早上跑步`.
+Both sides therefore set each such character apart with spaces (`segment`): the index
+stores the segmented text and a query run becomes a phrase of single characters, which
+matches exactly where that run of characters occurs.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+import apsw
+
+__all__ = ["QueryCompiler", "compiler_for", "segment"]
+
+# Scripts without word spaces (and Hangul, whose words carry suffixes): one token per char.
+_NO_SPACE = (
+    "\u0e00-\u0eff"  # Thai, Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1780-\u17ff"  # Khmer
+    "\u2e80-\u2fdf"  # CJK radicals
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3100-\u312f"  # Bopomofo
+    "\u3130-\u318f"  # Hangul compatibility jamo
+    "\u31f0-\u31ff"  # Katakana extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff66-\uff9f"  # half-width Katakana
+    "\U00020000-\U0003134f"  # CJK extensions B-G
+)
+_NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
+_NO_SPACE_RUN = re.compile(f"[{_NO_SPACE}]+")
+_WORD = re.compile(r"[^\W_]+")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+Mode = Literal["any", "all"]
+
+
+def segment(text: str) -> str | None:
+    """Text as indexed when it holds no-space scripts, else None (index `content` as is)."""
+    if not _NO_SPACE_CHAR.search(text):
+        return None
+    return _NO_SPACE_CHAR.sub(lambda m: f" {m.group()} ", text)
+
+
+def _pieces(word: str) -> list[str]:
+    """A word split into Latin-like parts and no-space runs, each run spaced per char."""
+    out: list[str] = []
+    pos = 0
+    for run in _NO_SPACE_RUN.finditer(word):
+        if run.start() > pos:
+            out.append(word[pos : run.start()])
+        out.append(" ".join(run.group()))
+        pos = run.end()
+    if pos < len(word):
+        out.append(word[pos:])
+    return out
+
+
+@dataclass(frozen=True)
+class Term:
+    """One query word: `phrase` is what goes between quotes in MATCH, `tokens` what the
+    tokenizer makes of it (the in-memory store matches on these)."""
+
+    phrase: str
+    tokens: tuple[str, ...]
+
+
+class QueryCompiler:
+    """Query and document tokenisation for one FTS5 tokenizer spec."""
+
+    def __init__(self, tokenizer: str) -> None:
+        words = tokenizer.split()
+        self._name, self._args = words[0], words[1:]
+        self._local = threading.local()
+
+    def _tokenizer(self) -> apsw.FTS5Tokenizer:
+        tok = getattr(self._local, "tok", None)
+        if tok is None:
+            # A private in-memory connection per thread: tokenizing needs no database.
+            conn = apsw.Connection(":memory:")
+            tok = conn.fts5_tokenizer(self._name, self._args)
+            self._local.conn, self._local.tok = conn, tok
+        return tok
+
+    def tokens(self, text: str, *, query: bool = False) -> tuple[str, ...]:
+        """The tokens FTS5 indexes for `text` (already segmented)."""
+        flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
+        data = _SURROGATE.sub("", text).encode("utf-8")
+        result = self._tokenizer()(data, flags, None, include_offsets=False)
+        return tuple(_first(t) for t in result)
+
+    def terms(self, text: str) -> tuple[Term, ...]:
+        """The distinct words of a user query, in order of first appearance."""
+        seen: set[tuple[str, ...]] = set()
+        terms: list[Term] = []
+        for word in _WORD.findall(_SURROGATE.sub("", text)):
+            for piece in _pieces(word):
+                tokens = self.tokens(piece, query=True)
+                if tokens and tokens not in seen:
+                    seen.add(tokens)
+                    terms.append(Term(piece, tokens))
+        return tuple(terms)
+
+    def match(self, text: str, mode: Mode) -> str | None:
+        """An FTS5 MATCH expression for `text`, or None when it has no words."""
+        terms = self.terms(text)
+        if not terms:
+            return None
+        joiner = " OR " if mode == "any" else " AND "
+        return joiner.join(f'"{t.phrase}"' for t in terms)
+
+
+def _first(token: object) -> str:
+    # apsw yields a str, or a tuple of (token, colocated...) when synonyms are present.
+    return token if isinstance(token, str) else str(token[0])  # type: ignore[index]
+
+
+@cache
+def compiler_for(tokenizer: str) -> QueryCompiler:
+    return QueryCompiler(tokenizer)
