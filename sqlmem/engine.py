@@ -12,7 +12,9 @@ final: every later call raises `StoreClosedError`.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,10 +24,12 @@ import apsw
 from .config import StoreConfig
 from .connection import check_is_database, connect, require_fts5, set_wal
 from .errors import StoreClosedError, translate_errors
-from .migrations import apply_migrations, refuse_too_new
+from .migrations import apply_migrations, refuse_foreign_files
 from .writer import ReaderPool, Writer
 
 __all__ = ["Engine", "OpenHook"]
+
+_log = logging.getLogger("sqlmem")
 
 #: Work run in the writer's first transaction after every (re)open, e.g. indexing
 #: messages stored while history search was off.
@@ -37,6 +41,11 @@ class Engine:
         self.path = path
         self.config = config
         self._hooks = tuple(hooks)
+        #: Monotonic time of the last read or write, for least-recently-used eviction.
+        self.last_used = time.monotonic()
+        #: Called (outside any lock) after a suspended engine reopened on use, so an
+        #: owner that bounds open databases can suspend another one.
+        self.on_reopen: Callable[[Engine], None] | None = None
         self._state = threading.Condition(threading.Lock())
         self._active = 0
         self._closed = False
@@ -50,7 +59,7 @@ class Engine:
         conn = connect(self.path, self.config, create=True)
         try:
             check_is_database(conn, self.path)
-            refuse_too_new(conn, self.path)
+            refuse_foreign_files(conn, self.path)
             set_wal(conn, self.path, self.config)
             require_fts5(conn, self.path)
             apply_migrations(conn, self.path, self.config.tokenizer)
@@ -81,12 +90,19 @@ class Engine:
         return self._writer is not None
 
     def suspend(self) -> bool:
-        """Close the connections if nobody is using them; the next use reopens."""
-        with self._state:
+        """Close the connections if nobody is using them; the next use reopens.
+
+        Never waits: an engine busy in another thread is simply not idle.
+        """
+        if not self._state.acquire(blocking=False):
+            return False
+        try:
             if self._closed or self._active or self._writer is None:
                 return False
             self._shutdown()
             return True
+        finally:
+            self._state.release()
 
     def close(self) -> None:
         with self._state:
@@ -112,14 +128,23 @@ class Engine:
     # -- use --------------------------------------------------------------------------
 
     def _enter(self) -> tuple[Writer, ReaderPool]:
+        reopened = False
         with self._state:
             if self._closed:
                 raise StoreClosedError(f"{self.path}: store is closed")
             if self._writer is None:
                 self._open()
+                reopened = True
             self._active += 1
-            assert self._writer is not None and self._readers is not None
-            return self._writer, self._readers
+            self.last_used = time.monotonic()
+            writer, readers = self._writer, self._readers
+        assert writer is not None and readers is not None
+        if reopened and self.on_reopen is not None:
+            try:
+                self.on_reopen(self)
+            except Exception:  # eviction is housekeeping; never fail the caller's call
+                _log.exception("%s: on_reopen hook failed", self.path)
+        return writer, readers
 
     def _leave(self) -> None:
         with self._state:

@@ -95,10 +95,13 @@ def read_user_version(conn: apsw.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").get)
 
 
-def refuse_too_new(conn: apsw.Connection, path: Path) -> None:
-    """Before anything is written: a file from a newer sqlmem stays as it is."""
+def refuse_foreign_files(conn: apsw.Connection, path: Path) -> None:
+    """Before anything is written: a file from a newer sqlmem, or a SQLite file that is
+    not ours, stays exactly as it is."""
     with translate_errors(str(path)):
         version = read_user_version(conn)
+        if version == 0:
+            _refuse_foreign_file(conn, path)
     latest = latest_version()
     if version > latest:
         raise SchemaTooNewError(
