@@ -139,6 +139,6 @@ def check_is_database(conn: apsw.Connection, path: Path) -> None:
     """Read the header now so a non-database file fails with a clear error at open."""
     try:
         with translate_errors(str(path)):
-            conn.execute("SELECT count(*) FROM sqlite_schema").get
+            conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
     except CorruptDatabaseError as exc:
         raise CorruptDatabaseError(f"{path}: not a SQLite database (or damaged)") from exc

@@ -136,8 +136,8 @@ class MemoryDB:
     def checkpoint(self) -> tuple[int, int]:
         """Copy the WAL into the database and truncate it; returns (wal frames, copied)."""
         with self._engine.writer_connection() as conn:
-            _, log, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
-        return int(log), int(copied)
+            row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
+        return int(row[1]), int(row[2])  # type: ignore[arg-type]
 
     def vacuum(self) -> None:
         """Make deletions physical: merge FTS segments, rebuild the file, truncate the WAL.
@@ -174,6 +174,6 @@ def _size(path: Path) -> int:
         return 0
 
 
-def open(path: str | os.PathLike[str], config: StoreConfig | None = None) -> MemoryDB:  # noqa: A001
+def open(path: str | os.PathLike[str], config: StoreConfig | None = None) -> MemoryDB:
     """Open (creating and migrating if needed) the memory database at `path`."""
     return MemoryDB(path, config)

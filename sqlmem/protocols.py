@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -75,7 +76,7 @@ class FactStore(Protocol):
         metadata: Mapping[str, Any] | None = None,
     ) -> list[Fact]: ...
 
-    def search_by_metadata(self, key: str, value: Any) -> list[Fact]: ...
+    def search_by_metadata(self, key: str, value: Any) -> builtins.list[Fact]: ...
 
     def list(
         self,
@@ -87,8 +88,8 @@ class FactStore(Protocol):
         until: datetime | None = None,
         limit: int = 20,
         offset: int = 0,
-    ) -> list[Fact]: ...
+    ) -> builtins.list[Fact]: ...
 
     def tags(self) -> dict[str, int]: ...
 
-    def categories(self) -> list[str]: ...
+    def categories(self) -> builtins.list[str]: ...

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import apsw
@@ -111,10 +111,8 @@ class Writer:
     def _rollback(conn: apsw.Connection) -> None:
         # SQLite may already have rolled back (e.g. after an I/O error or a full disk).
         if conn.in_transaction:
-            try:
+            with suppress(apsw.Error):
                 conn.execute("ROLLBACK")
-            except apsw.Error:
-                pass
 
     def close(self) -> None:
         with self._lock:
@@ -147,10 +145,8 @@ class ReaderPool:
             raise map_apsw_error(exc, str(self._path)) from exc
         finally:
             if conn.in_transaction:  # a reader left a snapshot open: end it
-                try:
+                with suppress(apsw.Error):
                     conn.execute("ROLLBACK")
-                except apsw.Error:
-                    pass
             with self._lock:
                 if self._closed:
                     conn.close()

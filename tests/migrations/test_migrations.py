@@ -13,7 +13,7 @@ import pytest
 import sqlite_utils
 
 import sqlmem
-from sqlmem.migrations import load_migrations, latest_version
+from sqlmem.migrations import latest_version, load_migrations
 
 
 def _ledger(path: Path) -> list[tuple[int, str, str]]:
@@ -133,9 +133,7 @@ def test_each_older_version_upgrades_keeping_rows(tmp_path: Path, version: int) 
             " sha256 TEXT NOT NULL, applied_at INTEGER NOT NULL)"
         )
     for migration in plan[:version]:
-        conn.executescript(
-            migration.sql.replace("{tokenizer}", sqlmem.StoreConfig().tokenizer)
-        )
+        conn.executescript(migration.sql.replace("{tokenizer}", sqlmem.StoreConfig().tokenizer))
         conn.execute(
             "INSERT INTO schema_version VALUES (?, ?, ?, 0)",
             (migration.version, migration.name, migration.sha256),
