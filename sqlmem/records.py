@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -20,6 +20,9 @@ __all__ = [
     "Message",
     "Role",
     "ToolCall",
+    "build_fact",
+    "build_message",
+    "build_tool_call",
     "check_category",
     "dt_from_ms",
     "dt_to_ms",
@@ -49,9 +52,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def dt_from_ms(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(
-        microsecond=(ms % 1000) * 1000
-    )
+    # timedelta(0, 0, 0, ms) is ~4x cheaper than fromtimestamp() and exact in milliseconds.
+    return _EPOCH + timedelta(0, 0, 0, ms)
 
 
 def dumps_json(value: Any) -> str:
@@ -181,3 +183,90 @@ class Fact(BaseModel):
             _no_surrogates(tag, "Fact.tags")
         _json_without_surrogates(self.metadata, "Fact.metadata")
         return self
+
+
+# Reading back what the engine wrote is the hot path: records are built without
+# validation. This is what `model_construct` does, minus its per-field bookkeeping
+# (~1.3 µs instead of ~5.5 µs for a Message).
+_MESSAGE_FIELDS = frozenset(Message.model_fields)
+_FACT_FIELDS = frozenset(Fact.model_fields)
+
+
+def _unvalidated(cls: Any, fields: frozenset[str], values: dict[str, Any]) -> Any:
+    record = cls.__new__(cls)
+    object.__setattr__(record, "__dict__", values)
+    object.__setattr__(record, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
+
+
+def build_message(
+    role: str,
+    content: str,
+    name: str,
+    tool_call_id: str,
+    tool_calls: list[ToolCall],
+    is_error: bool,
+    metadata: dict[str, Any],
+    created_at: datetime | None,
+    seq: int | None,
+    session_id: str | None,
+    score: float | None = None,
+) -> Message:
+    """A Message from trusted values (read back from the database), without validation."""
+    return _unvalidated(  # type: ignore[no-any-return]
+        Message,
+        _MESSAGE_FIELDS,
+        {
+            "role": role,
+            "content": content,
+            "name": name,
+            "tool_call_id": tool_call_id,
+            "tool_calls": tool_calls,
+            "is_error": is_error,
+            "metadata": metadata,
+            "created_at": created_at,
+            "seq": seq,
+            "session_id": session_id,
+            "score": score,
+        },
+    )
+
+
+def build_tool_call(id: str, name: str, arguments: str) -> ToolCall:
+    return _unvalidated(  # type: ignore[no-any-return]
+        ToolCall, _TOOL_CALL_FIELDS, {"id": id, "name": name, "arguments": arguments}
+    )
+
+
+_TOOL_CALL_FIELDS = frozenset(ToolCall.model_fields)
+
+
+def build_fact(
+    id: str,
+    content: str,
+    source: str,
+    tags: list[str],
+    category: str,
+    metadata: dict[str, Any],
+    created_at: datetime | None,
+    updated_at: datetime | None,
+    score: float | None = None,
+) -> Fact:
+    """A Fact from trusted values (read back from the database), without validation."""
+    return _unvalidated(  # type: ignore[no-any-return]
+        Fact,
+        _FACT_FIELDS,
+        {
+            "id": id,
+            "content": content,
+            "source": source,
+            "tags": tags,
+            "category": category,
+            "metadata": metadata,
+            "created_at": created_at,
+            "updated_at": updated_at,
+            "score": score,
+        },
+    )

@@ -1,0 +1,23 @@
+"""Context helpers an agent loop calls around each turn, written only against the store
+protocols so they work with the SQLite stores, the in-memory twins and third-party stores:
+memory injection into the prompt, history compaction, and fact extraction."""
+
+from __future__ import annotations
+
+from .compactor import CompactionResult, Compactor, Summarizer
+from .extract import ExtractionError, Extractor, LLMExtractor, NopExtractor
+from .inject import inject_memory
+from .tokens import Estimator, estimate_tokens
+
+__all__ = [
+    "CompactionResult",
+    "Compactor",
+    "Estimator",
+    "ExtractionError",
+    "Extractor",
+    "LLMExtractor",
+    "NopExtractor",
+    "Summarizer",
+    "estimate_tokens",
+    "inject_memory",
+]

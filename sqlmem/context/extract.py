@@ -1,0 +1,174 @@
+"""Turning a conversation exchange into long-term facts with any LLM.
+
+`LLMExtractor` takes a bare `complete(prompt) -> text` function, so it works with every
+client (OpenAI, Anthropic, a local model, a test fake) without sqlmem depending on one.
+The model answers one fact per line, or NONE; the parser forgives the list styles models
+like to use.
+
+A fact's id is derived from its normalised text, so extracting the same fact twice (the
+next turn, after a restart, from another session) stores it once: `index` is an upsert by
+id, and with a store the extractor skips ids that are already there, so re-running
+extraction adds nothing and returns only what is new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from ..errors import SqlmemError
+from ..protocols import FactStore
+from ..records import Fact, Message
+
+__all__ = [
+    "ExtractionError",
+    "Extractor",
+    "LLMExtractor",
+    "NopExtractor",
+    "fact_id",
+    "normalise_fact",
+    "parse_facts",
+]
+
+#: Ids of extracted facts: this prefix and 32 hex digits (128 bits) of a SHA-256.
+FACT_ID_PREFIX = "fact-"
+
+EXTRACTION_PROMPT = """\
+You maintain the long-term memory of an assistant. Read the conversation below and list \
+the facts about the user worth remembering in later conversations: who they are, their \
+preferences, plans, relationships, projects and decisions. Skip small talk, anything only \
+relevant to this moment, and facts about the assistant.
+
+Write each fact as a short, self-contained sentence on its own line (for example: The user \
+is allergic to peanuts). Write nothing else. If there is nothing worth remembering, reply \
+with the single word NONE.
+
+Conversation:
+{transcript}
+"""
+
+# A list marker at the start of a line: "-", "*", "•", "1." or "12)", then whitespace.
+# Whitespace is required so "-5 degrees", "*args" and "1.5 million" are left alone; a line
+# starting with "--" never matches (the second "-" is not whitespace) and is kept as is.
+_BULLET = re.compile(r"^(?:[-*•]|\d+[.)])(?:\s+|$)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class ExtractionError(SqlmemError):
+    """The completion function failed or answered something that is not text."""
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """What an agent loop calls after each exchange; `NopExtractor` turns extraction off."""
+
+    def extract(
+        self, session_id: str, messages: Sequence[Message], store: FactStore | None = None
+    ) -> list[Fact]: ...
+
+
+def normalise_fact(text: str) -> str:
+    """The form two phrasings of one fact share: NFKC, casefolded, whitespace collapsed,
+    trailing full stops dropped ("User likes tea." and "user  likes tea" are one fact)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(folded.split()).rstrip(". ")
+
+
+def fact_id(text: str) -> str:
+    """Stable id of a fact's normalised text."""
+    digest = hashlib.sha256(normalise_fact(text).encode("utf-8")).hexdigest()
+    return FACT_ID_PREFIX + digest[:32]
+
+
+def _is_none(line: str) -> bool:
+    return line.casefold().rstrip(".") == "none"
+
+
+def parse_facts(text: str) -> list[str]:
+    """Fact texts in `text`, one per line, without list markers; blank lines and NONE are
+    skipped, and a fact repeated in one answer is kept once."""
+    facts: list[str] = []
+    seen: set[str] = set()
+    for raw in text.splitlines():
+        line = _SURROGATE.sub("", raw).strip()
+        if not line.startswith("--"):
+            line = _BULLET.sub("", line, count=1).strip()
+        if not line or _is_none(line):
+            continue
+        key = normalise_fact(line)
+        if key and key not in seen:
+            seen.add(key)
+            facts.append(line)
+    return facts
+
+
+def _transcript(messages: Sequence[Message]) -> str:
+    """The exchange as plain `role: text` lines; system prompts are instructions, not facts
+    about the user, so they are left out."""
+    lines: list[str] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.content:
+            lines.append(f"{message.role}: {message.content}")
+        for call in message.tool_calls:
+            lines.append(f"{message.role} called {call.name}({call.arguments})")
+    return "\n".join(lines)
+
+
+class LLMExtractor:
+    """Extracts facts about the user from an exchange with `complete(prompt) -> str`."""
+
+    def __init__(self, complete: Callable[[str], str]) -> None:
+        if not callable(complete):
+            raise TypeError("complete must be a callable taking a prompt and returning text")
+        self.complete = complete
+
+    def prompt(self, messages: Sequence[Message]) -> str:
+        """The prompt sent for `messages` (public so it can be logged or inspected)."""
+        return EXTRACTION_PROMPT.format(transcript=_transcript(messages))
+
+    def extract(
+        self, session_id: str, messages: Sequence[Message], store: FactStore | None = None
+    ) -> list[Fact]:
+        """The facts in `messages`, with `session_id` as their source.
+
+        Without a store: every fact parsed. With one: only the facts it did not hold yet,
+        which are indexed into it in one transaction. A failing `complete` raises
+        `ExtractionError` (cause kept); store errors are raised as they are.
+        """
+        if not _transcript(messages):
+            return []  # nothing said, nothing to pay a model call for
+        try:
+            answer = self.complete(self.prompt(messages))
+        except Exception as exc:
+            raise ExtractionError(
+                f"fact extraction failed: the completion function raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(answer, str):
+            raise ExtractionError(
+                f"fact extraction failed: the completion function returned "
+                f"{type(answer).__name__}, not str"
+            )
+        facts = [
+            Fact(id=fact_id(text), content=text, source=session_id) for text in parse_facts(answer)
+        ]
+        if store is None:
+            return facts
+        new = [fact for fact in facts if store.get(fact.id) is None]
+        if new:
+            store.index_many(new)
+        return new
+
+
+class NopExtractor:
+    """Extraction turned off: the same interface, no model call, no facts."""
+
+    def extract(
+        self, session_id: str, messages: Sequence[Message], store: FactStore | None = None
+    ) -> list[Fact]:
+        return []

@@ -1,0 +1,61 @@
+"""A dependency-free token estimate, good enough to keep a prompt inside a budget.
+
+Exact counts need the model's own tokenizer (tiktoken, sentencepiece, ...), which sqlmem
+does not depend on and which differs between models. The helpers only need to stay under a
+budget, so they take any `Callable[[str], int]` and default to `estimate_tokens`:
+
+- Text in scripts written with spaces (English, other Latin, Cyrillic, ...) costs about one
+  token per 4 characters with BPE tokenizers of the GPT/Llama families, so it is counted as
+  `ceil(chars / 4)`.
+- Chinese, Japanese, Korean and Thai run about one token per character (often more for rare
+  characters), so `ceil(len / 4)` would undercount them fourfold and overflow the budget.
+  Those characters count 1 token each; the rest of the text is counted at 4 characters a
+  token.
+
+Limits: it is an estimate. Code, numbers, URLs and emoji usually cost more than 1 token per
+4 characters, so callers close to a model's hard limit should leave headroom or pass the
+model's real tokenizer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+__all__ = ["CHARS_PER_TOKEN", "Estimator", "estimate_tokens"]
+
+Estimator = Callable[[str], int]
+
+#: Characters per token for text written with spaces (the usual BPE rule of thumb).
+CHARS_PER_TOKEN = 4
+
+# Scripts that cost about one token per character (same ranges the query compiler segments).
+_DENSE = re.compile(
+    "["
+    "\u0e00-\u0eff"  # Thai, Lao
+    "\u1000-\u109f"  # Myanmar
+    "\u1100-\u11ff"  # Hangul jamo
+    "\u1780-\u17ff"  # Khmer
+    "\u2e80-\u2fdf"  # CJK radicals
+    "\u3000-\u303f"  # CJK punctuation
+    "\u3040-\u30ff"  # Hiragana, Katakana
+    "\u3100-\u312f"  # Bopomofo
+    "\u3130-\u318f"  # Hangul compatibility jamo
+    "\u31f0-\u31ff"  # Katakana extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\uff00-\uffef"  # full- and half-width forms
+    "\U00020000-\U0003134f"  # CJK extensions B-G
+    "]"
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """Estimated tokens in `text`: 1 per CJK/Thai character, 1 per 4 other characters."""
+    if not text:
+        return 0
+    dense = len(_DENSE.findall(text))
+    return dense + math.ceil((len(text) - dense) / CHARS_PER_TOKEN)

@@ -1,0 +1,386 @@
+"""Conversation history in SQLite: messages per session, a summary per session, search.
+
+Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`):
+
+* `sessions(pk, session_id, summary, last_seq, archived_seq, ...)`: each session owns its
+  sequence counter and its archive boundary. Appends take seqs from `last_seq` inside the
+  write transaction (an upsert with RETURNING), so seqs stay unique and gap-free with any
+  number of threads and processes. Compaction only moves `archived_seq`: messages with
+  `seq <= archived_seq` are archived, and no message row is rewritten.
+* `messages(session, seq, role, content, ..., searchable, search_text)`: tool calls and
+  metadata as compact JSON text, timestamps as unix milliseconds. `search_text` holds the
+  segmented text when the content has scripts written without spaces (see
+  `sqlmem.query.segment`), NULL otherwise.
+* `messages_fts`: FTS5 over the searchable messages, kept in sync by triggers.
+
+Every write is one `engine.write()` transaction; every read one statement on a reader
+connection, so each result is a consistent snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apsw
+
+from . import history_sql as sql
+from .config import StoreConfig
+from .engine import Engine
+from .errors import InvalidArgumentError
+from .query import compiler_for, segment
+from .records import (
+    Message,
+    ToolCall,
+    build_message,
+    build_tool_call,
+    dt_from_ms,
+    dt_to_ms,
+    dumps_json,
+    now_ms,
+)
+
+__all__ = [
+    "MAX_SESSION_ID_LENGTH",
+    "SQLiteHistoryStore",
+    "check_count",
+    "check_message",
+    "check_session_id",
+    "check_text",
+    "encode_metadata",
+    "encode_tool_calls",
+    "index_unsearchable_messages",
+    "search_off_error",
+]
+
+MAX_SESSION_ID_LENGTH = 512
+
+#: LIMIT values are bound as 64-bit ints; anything larger means "all".
+_MAX_LIMIT = 2**62
+
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+
+
+# -- argument checks, shared with the in-memory twin ---------------------------------------
+
+
+def check_session_id(session_id: Any, name: str = "session_id") -> str:
+    if not isinstance(session_id, str):
+        raise InvalidArgumentError(f"{name} must be a str, not {type(session_id).__name__}")
+    if not session_id or len(session_id) > MAX_SESSION_ID_LENGTH:
+        raise InvalidArgumentError(
+            f"{name} must be 1-{MAX_SESSION_ID_LENGTH} characters, got {len(session_id)}"
+        )
+    check_text(session_id, name)
+    return session_id
+
+
+def check_text(value: Any, name: str) -> str:
+    """A str that UTF-8 can hold (no lone surrogates)."""
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{name} must be a str, not {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(
+            f"{name} contains a lone surrogate, which UTF-8 cannot store"
+        ) from None
+    return value
+
+
+def check_count(value: Any, name: str) -> int:
+    """An int (bools are refused: `get_recent(s, True)` is a bug, not a request for 1)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArgumentError(f"{name} must be an int, not {type(value).__name__}")
+    return value
+
+
+def check_message(message: Any, name: str = "message") -> Message:
+    if not isinstance(message, Message):
+        raise InvalidArgumentError(f"{name} must be a sqlmem.Message, not {type(message).__name__}")
+    if message.role not in _ROLES:  # only possible through model_construct
+        raise InvalidArgumentError(f"{name}.role must be one of {sorted(_ROLES)}")
+    return message
+
+
+def search_off_error() -> InvalidArgumentError:
+    return InvalidArgumentError(
+        "search: history search is off for this store (StoreConfig.history_search=False); "
+        "open it with history_search=True to index and search messages"
+    )
+
+
+def encode_tool_calls(tool_calls: Sequence[ToolCall]) -> str:
+    if not tool_calls:
+        return "[]"
+    return dumps_json([{"id": t.id, "name": t.name, "arguments": t.arguments} for t in tool_calls])
+
+
+def encode_metadata(metadata: dict[str, Any], name: str = "message.metadata") -> str:
+    if not metadata:
+        return "{}"
+    try:
+        return dumps_json(metadata)
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"{name} must be JSON-serialisable: {exc}") from None
+
+
+# -- the open hook ----------------------------------------------------------------------------
+
+
+def index_unsearchable_messages(conn: apsw.Connection, config: StoreConfig) -> None:
+    """Index messages stored while history search was off, now that it is on (open hook)."""
+    if config.history_search:
+        conn.execute(sql.INDEX_UNSEARCHABLE)
+
+
+# -- reading rows back --------------------------------------------------------------------------
+
+
+def _tool_calls(text: str) -> list[ToolCall]:
+    if text == "[]":
+        return []
+    return [build_tool_call(t["id"], t["name"], t["arguments"]) for t in json.loads(text)]
+
+
+def _message(row: Sequence[Any], session_id: str | None, score: float | None = None) -> Message:
+    """A Message from a MESSAGE_COLUMNS row, without validation (we wrote it ourselves)."""
+    seq, role, content, name, tool_call_id, tool_calls, is_error, metadata, created_at = row[:9]
+    return build_message(
+        role,
+        content,
+        name,
+        tool_call_id,
+        [] if tool_calls == "[]" else _tool_calls(tool_calls),
+        bool(is_error),
+        {} if metadata == "{}" else json.loads(metadata),
+        dt_from_ms(created_at),
+        seq,
+        session_id,
+        score,
+    )
+
+
+def _hit(row: Sequence[Any]) -> Message:
+    """A search row: MESSAGE_COLUMNS, then session_id and the FTS5 rank (-bm25)."""
+    return _message(row, row[9], -row[10])
+
+
+def _drop_leading_tool_results(messages: list[Message]) -> list[Message]:
+    """Pair-safety of a window: tool results whose call lies before the window go."""
+    start = 0
+    while start < len(messages) and messages[start].role == "tool":
+        start += 1
+    return messages[start:] if start else messages
+
+
+class SQLiteHistoryStore:
+    """`HistoryStore` over one database file; thread-safe, shareable between processes.
+
+    `search` raises `InvalidArgumentError` when the store's config has
+    `history_search=False`: messages are then stored unindexed (cheaper appends) and are
+    indexed the next time the file is opened with search on.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._config = engine.config
+
+    def __repr__(self) -> str:
+        return f"<SQLiteHistoryStore {str(self._engine.path)!r}>"
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def append(self, session_id: str, message: Message) -> int:
+        """Store one message; returns its seq (1, 2, 3 ... within the session)."""
+        check_session_id(session_id)
+        row = self._encode(check_message(message), now_ms())
+        return self._insert(session_id, [row])[0]
+
+    def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
+        """Store messages in one transaction (all or nothing); returns their seqs in order."""
+        check_session_id(session_id)
+        if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Iterable):
+            raise InvalidArgumentError("messages must be an iterable of sqlmem.Message")
+        now = now_ms()
+        rows = [
+            self._encode(check_message(m, f"messages[{i}]"), now) for i, m in enumerate(messages)
+        ]
+        if not rows:
+            return []
+        return self._insert(session_id, rows)
+
+    def _encode(self, m: Message, now: int) -> tuple[Any, ...]:
+        """Everything of a row but (session, seq); fails before any transaction starts."""
+        return (
+            m.role,
+            m.content,
+            m.name,
+            m.tool_call_id,
+            encode_tool_calls(m.tool_calls),
+            1 if m.is_error else 0,
+            encode_metadata(m.metadata),
+            now if m.created_at is None else dt_to_ms(m.created_at),
+            1 if self._config.history_search else 0,
+            segment(m.content),
+        )
+
+    def _insert(self, session_id: str, rows: list[tuple[Any, ...]]) -> list[int]:
+        try:
+            with self._engine.write() as conn:
+                pk, last, archived = _reserve_seqs(conn, session_id, len(rows))
+                first = last - len(rows) + 1
+                done = 0
+                for size in sql.chunk_sizes(len(rows)):
+                    values: list[Any] = []
+                    for offset in range(done, done + size):
+                        values.append(pk)
+                        values.append(first + offset)
+                        values.extend(rows[offset])
+                    conn.execute(sql.insert_messages_sql(size), values)
+                    done += size
+                limit = self._config.max_history_len
+                if limit is not None and last - archived > limit:
+                    _archive(conn, pk, archived, last, last - limit, None)
+        except UnicodeEncodeError:
+            raise InvalidArgumentError(
+                "message contains a lone surrogate, which UTF-8 cannot store; nothing was stored"
+            ) from None
+        return list(range(first, last + 1))
+
+    def set_summary(self, session_id: str, text: str) -> None:
+        """Replace the session's summary (last write wins)."""
+        check_session_id(session_id)
+        check_text(text, "text")
+        with self._engine.write() as conn:
+            conn.execute(sql.SET_SUMMARY, (session_id, text, now_ms()))
+
+    def compact(self, session_id: str, keep_last: int, summary: str | None = None) -> int:
+        """Archive all active messages but the last `keep_last`, storing `summary` with it.
+
+        One transaction: the summary and the new boundary land together or not at all. The
+        boundary moves earlier when needed so that a tool call and its results stay on the
+        same side. Returns how many messages were archived.
+        """
+        check_session_id(session_id)
+        if check_count(keep_last, "keep_last") < 0:
+            raise InvalidArgumentError(f"keep_last must be >= 0, got {keep_last}")
+        if summary is not None:
+            check_text(summary, "summary")
+        with self._engine.write() as conn:
+            state: Sequence[Sequence[Any]] = conn.execute(
+                sql.SELECT_SESSION, (session_id,)
+            ).fetchall()
+            if not state:
+                if summary is not None:
+                    conn.execute(sql.SET_SUMMARY, (session_id, summary, now_ms()))
+                return 0
+            pk, last, archived = (int(v) for v in state[0])
+            return _archive(conn, pk, archived, last, last - keep_last, summary)
+
+    def purge(self, session_id: str) -> None:
+        """Remove the session: messages (archived too), summary and their index entries."""
+        check_session_id(session_id)
+        with self._engine.write() as conn:
+            conn.execute(sql.PURGE, (session_id,))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get_recent(self, session_id: str, n: int) -> list[Message]:
+        """The last `n` active messages, oldest first, never starting with an orphaned
+        tool result."""
+        check_session_id(session_id)
+        if check_count(n, "n") <= 0:
+            return []
+        with self._engine.read() as conn:
+            rows = conn.execute(sql.SELECT_RECENT, (session_id, min(n, _MAX_LIMIT))).fetchall()
+        rows.reverse()
+        return _drop_leading_tool_results([_message(r, session_id) for r in rows])
+
+    def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
+        """Active messages oldest first; with `include_archived`, every stored message."""
+        check_session_id(session_id)
+        query = sql.SELECT_ALL if include_archived else sql.SELECT_ALL_ACTIVE
+        with self._engine.read() as conn:
+            rows = conn.execute(query, (session_id,)).fetchall()
+        return [_message(r, session_id) for r in rows]
+
+    def count(self, session_id: str) -> int:
+        """Active messages (seqs are gap-free, so this is last_seq - archived_seq)."""
+        check_session_id(session_id)
+        with self._engine.read() as conn:
+            value = conn.execute(sql.COUNT, (session_id,)).get
+        return int(value or 0)
+
+    def get_summary(self, session_id: str) -> str:
+        check_session_id(session_id)
+        with self._engine.read() as conn:
+            value = conn.execute(sql.SELECT_SUMMARY, (session_id,)).get
+        return str(value) if value is not None else ""
+
+    def sessions(self) -> list[str]:
+        """Sessions with messages (archived count) or a non-empty summary, sorted."""
+        with self._engine.read() as conn:
+            return [row[0] for row in conn.execute(sql.SESSIONS)]
+
+    def search(
+        self, query: str, *, session_id: str | None = None, top_k: int = 10
+    ) -> list[Message]:
+        """Messages (archived included) matching any word of `query`, best BM25 first.
+
+        `score` is the negated FTS5 bm25 (higher is better). Any text is a valid query; one
+        without words returns `[]`. Raises `InvalidArgumentError` when history search is
+        off for this store.
+        """
+        if not self._config.history_search:
+            raise search_off_error()
+        if not isinstance(query, str):  # lone surrogates are dropped by the compiler
+            raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
+        if session_id is not None:
+            check_session_id(session_id)
+        if check_count(top_k, "top_k") <= 0:
+            return []
+        match = compiler_for(self._config.tokenizer).match(query, "any")
+        if match is None:
+            return []
+        limit = min(top_k, _MAX_LIMIT)
+        with self._engine.read() as conn:
+            if session_id is None:
+                rows = conn.execute(sql.SEARCH_ALL, (match, limit)).fetchall()
+            else:
+                rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
+        return [_hit(r) for r in rows]
+
+
+def _reserve_seqs(conn: apsw.Connection, session_id: str, k: int) -> tuple[int, int, int]:
+    """Take k seqs; returns (session pk, new last_seq, archived_seq)."""
+    # fetchall: a RETURNING statement must run to completion before the next one.
+    row: Sequence[Any] = conn.execute(sql.RESERVE_SEQS, (session_id, k, now_ms())).fetchall()[0]
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def _archive(
+    conn: apsw.Connection,
+    pk: int,
+    archived: int,
+    last: int,
+    boundary: int,
+    summary: str | None,
+) -> int:
+    """Move the session's boundary to `boundary` (pair-safe) and store `summary` if given.
+
+    If the first message that stays would be a tool result, the boundary moves back to
+    just before the nearest earlier non-tool message (the assistant turn with the call),
+    so the call and its results stay together. When every message in between is a tool
+    result, their call is already archived and there is nothing left to keep together.
+    Returns how many messages were archived.
+    """
+    if archived < boundary < last:  # some message stays: is it a tool result?
+        kept = conn.execute(sql.FIRST_NON_TOOL_AT_OR_BEFORE, (pk, archived, boundary + 1)).get
+        if kept is not None:
+            boundary = int(kept) - 1
+    new = max(archived, boundary)
+    if new != archived or summary is not None:
+        conn.execute(sql.ARCHIVE, (pk, new, summary, now_ms()))
+    return new - archived

@@ -1,0 +1,173 @@
+"""SQL text of the history store, as constants so apsw's statement cache is always hit.
+
+Tables (migrations/0001_initial.sql):
+
+* `sessions`: one row per session id, owning the sequence counter `last_seq`, the archive
+  boundary `archived_seq` and the compaction `summary`. A message with
+  `seq <= archived_seq` is archived; since seqs are gap-free, the active count is
+  `last_seq - archived_seq` and needs no scan.
+* `messages`: one row per message, `UNIQUE(session, seq)`; that index serves the range
+  scans of `get_recent`/`get_all` and the cascade of `purge`.
+* `messages_fts`: FTS5 over `coalesce(search_text, content)` of rows with `searchable = 1`,
+  kept in sync by the schema's triggers (nothing here writes to it).
+
+The only SQL built at run time is the multi-row INSERT, whose row count comes from a small
+fixed set (powers of two), so the statement cache still holds every variant.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+__all__ = [
+    "ARCHIVE",
+    "COUNT",
+    "FIRST_NON_TOOL_AT_OR_BEFORE",
+    "INDEX_UNSEARCHABLE",
+    "INSERT_CHUNK_ROWS",
+    "MESSAGE_COLUMNS",
+    "PURGE",
+    "RESERVE_SEQS",
+    "SEARCH_ALL",
+    "SEARCH_SESSION",
+    "SELECT_ALL",
+    "SELECT_ALL_ACTIVE",
+    "SELECT_RECENT",
+    "SELECT_SESSION",
+    "SELECT_SUMMARY",
+    "SESSIONS",
+    "SET_SUMMARY",
+    "chunk_sizes",
+    "insert_messages_sql",
+]
+
+#: Columns read back into a Message, in this order, for every query below.
+MESSAGE_COLUMNS = (
+    "m.seq, m.role, m.content, m.name, m.tool_call_id, m.tool_calls, m.is_error, "
+    "m.metadata, m.created_at"
+)
+
+# Takes `k` seqs for a batch of k messages inside the write transaction: the upsert creates
+# the session on its first message and returns the new last_seq, so the batch's seqs are
+# last_seq-k+1 .. last_seq, unique and gap-free whichever process writes.
+RESERVE_SEQS = """
+INSERT INTO sessions(session_id, last_seq, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+ON CONFLICT(session_id) DO UPDATE
+    SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at
+RETURNING pk, last_seq, archived_seq
+"""
+
+_INSERT_HEAD = (
+    "INSERT INTO messages(session, seq, role, content, name, tool_call_id, tool_calls, "
+    "is_error, metadata, created_at, searchable, search_text) VALUES "
+)
+_INSERT_ROW = "(?,?,?,?,?,?,?,?,?,?,?,?)"
+
+#: Largest multi-row INSERT: 128 rows x 12 values stays far below SQLite's variable limit.
+INSERT_CHUNK_ROWS = 128
+
+
+@cache
+def insert_messages_sql(rows: int) -> str:
+    """One INSERT of `rows` messages: FTS5 flushes per statement, so one beats many."""
+    return _INSERT_HEAD + ",".join([_INSERT_ROW] * rows)
+
+
+def chunk_sizes(total: int) -> list[int]:
+    """Split a batch into powers of two up to INSERT_CHUNK_ROWS (few distinct statements)."""
+    sizes: list[int] = []
+    while total:
+        size = min(INSERT_CHUNK_ROWS, 1 << (total.bit_length() - 1))
+        sizes.append(size)
+        total -= size
+    return sizes
+
+
+SELECT_SESSION = "SELECT pk, last_seq, archived_seq FROM sessions WHERE session_id = ?"
+
+# CROSS JOIN pins sessions as the outer loop: one unique-index lookup, then a descending
+# range scan of UNIQUE(session, seq) that stops after n rows (no sort, no full scan).
+SELECT_RECENT = f"""
+SELECT {MESSAGE_COLUMNS}
+FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
+WHERE s.session_id = ?1 AND m.seq > s.archived_seq
+ORDER BY m.seq DESC
+LIMIT ?2
+"""
+
+SELECT_ALL_ACTIVE = f"""
+SELECT {MESSAGE_COLUMNS}
+FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
+WHERE s.session_id = ?1 AND m.seq > s.archived_seq
+ORDER BY m.seq
+"""
+
+SELECT_ALL = f"""
+SELECT {MESSAGE_COLUMNS}
+FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
+WHERE s.session_id = ?1
+ORDER BY m.seq
+"""
+
+COUNT = "SELECT last_seq - archived_seq FROM sessions WHERE session_id = ?"
+
+SELECT_SUMMARY = "SELECT summary FROM sessions WHERE session_id = ?"
+
+SET_SUMMARY = """
+INSERT INTO sessions(session_id, summary, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+ON CONFLICT(session_id) DO UPDATE
+    SET summary = excluded.summary, updated_at = excluded.updated_at
+"""
+
+# The newest message in (archived_seq, first_kept] that is not a tool result: keeping it
+# and everything after keeps a tool call together with its results. Walks the index
+# backwards from first_kept and stops at the first hit.
+FIRST_NON_TOOL_AT_OR_BEFORE = """
+SELECT seq FROM messages
+WHERE session = ?1 AND seq > ?2 AND seq <= ?3 AND role != 'tool'
+ORDER BY seq DESC
+LIMIT 1
+"""
+
+# Moves the boundary (never backwards) and, for compact(), stores the summary with it.
+ARCHIVE = """
+UPDATE sessions
+SET archived_seq = max(archived_seq, ?2),
+    summary = coalesce(?3, summary),
+    updated_at = ?4
+WHERE pk = ?1
+"""
+
+# Messages go by ON DELETE CASCADE; the FTS delete trigger fires for each of them.
+PURGE = "DELETE FROM sessions WHERE session_id = ?"
+
+SESSIONS = "SELECT session_id FROM sessions WHERE last_seq > 0 OR summary != '' ORDER BY session_id"
+
+# The FTS subquery orders by rank alone so FTS5 can keep just the best `top_k`; the
+# message and session rows are looked up for those only.
+SEARCH_ALL = f"""
+SELECT {MESSAGE_COLUMNS}, s.session_id, f.rank
+FROM (
+    SELECT rowid AS pk, rank FROM messages_fts WHERE messages_fts MATCH ?1
+    ORDER BY rank LIMIT ?2
+) AS f
+CROSS JOIN messages AS m ON m.pk = f.pk
+CROSS JOIN sessions AS s ON s.pk = m.session
+ORDER BY f.rank
+"""
+
+# The session filter applies before LIMIT, so the result is the best top_k of that
+# session. FTS drives (CROSS JOIN): probing the index once per message of a large
+# session would be far slower than filtering the matches.
+SEARCH_SESSION = f"""
+SELECT {MESSAGE_COLUMNS}, ?2, messages_fts.rank
+FROM messages_fts CROSS JOIN messages AS m ON m.pk = messages_fts.rowid
+WHERE messages_fts MATCH ?1
+  AND m.session = (SELECT pk FROM sessions WHERE session_id = ?2)
+ORDER BY messages_fts.rank
+LIMIT ?3
+"""
+
+# Run at open when history_search is on: indexes what was stored while it was off. The
+# partial index messages_unsearchable makes this a no-op lookup when nothing is pending.
+INDEX_UNSEARCHABLE = "UPDATE messages SET searchable = 1 WHERE searchable = 0"

@@ -1,0 +1,280 @@
+"""`InMemoryHistoryStore`: the SQLite history store's twin, for tests and file-less programs.
+
+Same protocol, same semantics, same errors as `SQLiteHistoryStore`; the contract suite and
+the stateful agreement test hold both to that. Sessions live in a dict of `_Session`
+objects: a list of messages whose index is `seq - 1`, an archive boundary and a summary.
+
+Search reproduces FTS5: documents and query words are tokenized by the same SQLite
+tokenizer (through `sqlmem.query`), a query word matches where its tokens occur as a
+consecutive run, and hits are ranked with FTS5's own BM25 (k1=1.2, b=0.75, idf clamped to
+1e-6), so results agree with the SQLite store as a set and, up to float rounding, in score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .config import StoreConfig
+from .errors import InvalidArgumentError
+from .history import (
+    check_count,
+    check_message,
+    check_session_id,
+    check_text,
+    encode_metadata,
+    encode_tool_calls,
+    search_off_error,
+)
+from .query import compiler_for, segment
+from .records import Message, ToolCall, dt_from_ms, dt_to_ms, now_ms
+
+__all__ = ["InMemoryHistoryStore"]
+
+_K1 = 1.2
+_B = 0.75
+_MIN_IDF = 1e-6
+
+
+@dataclass
+class _Stored:
+    message: Message  # seq and session_id filled; never handed out (copies are)
+    tokens: tuple[str, ...] | None = None  # tokenized lazily, on the first search
+
+
+@dataclass
+class _Session:
+    messages: list[_Stored] = field(default_factory=list)  # index = seq - 1
+    archived: int = 0
+    summary: str = ""
+
+
+class InMemoryHistoryStore:
+    """`HistoryStore` held in a dict; thread-safe (one lock), nothing persisted.
+
+    Honours `StoreConfig.history_search` (search raises `InvalidArgumentError` when off),
+    `max_history_len` and `tokenizer`; the other settings concern files only.
+    """
+
+    def __init__(self, config: StoreConfig | None = None) -> None:
+        if config is not None and not isinstance(config, StoreConfig):
+            raise InvalidArgumentError("config must be a StoreConfig")
+        self._config = config or StoreConfig()
+        self._compiler = compiler_for(self._config.tokenizer)
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"<InMemoryHistoryStore sessions={len(self._sessions)}>"
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def append(self, session_id: str, message: Message) -> int:
+        check_session_id(session_id)
+        stored = _normalise(check_message(message), now_ms())
+        return self._insert(session_id, [stored])[0]
+
+    def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
+        check_session_id(session_id)
+        if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Iterable):
+            raise InvalidArgumentError("messages must be an iterable of sqlmem.Message")
+        now = now_ms()
+        items = [
+            _normalise(check_message(m, f"messages[{i}]"), now) for i, m in enumerate(messages)
+        ]
+        if not items:
+            return []
+        return self._insert(session_id, items)
+
+    def _insert(self, session_id: str, items: list[Message]) -> list[int]:
+        with self._lock:
+            session = self._sessions.setdefault(session_id, _Session())
+            seqs = []
+            for item in items:
+                seq = len(session.messages) + 1
+                item.seq, item.session_id = seq, session_id
+                session.messages.append(_Stored(item))
+                seqs.append(seq)
+            limit = self._config.max_history_len
+            last = len(session.messages)
+            if limit is not None and last - session.archived > limit:
+                _archive(session, last - limit)
+            return seqs
+
+    def set_summary(self, session_id: str, text: str) -> None:
+        check_session_id(session_id)
+        check_text(text, "text")
+        with self._lock:
+            self._sessions.setdefault(session_id, _Session()).summary = text
+
+    def compact(self, session_id: str, keep_last: int, summary: str | None = None) -> int:
+        check_session_id(session_id)
+        if check_count(keep_last, "keep_last") < 0:
+            raise InvalidArgumentError(f"keep_last must be >= 0, got {keep_last}")
+        if summary is not None:
+            check_text(summary, "summary")
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                if summary is not None:
+                    self._sessions[session_id] = _Session(summary=summary)
+                return 0
+            if summary is not None:
+                session.summary = summary
+            return _archive(session, len(session.messages) - keep_last)
+
+    def purge(self, session_id: str) -> None:
+        check_session_id(session_id)
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get_recent(self, session_id: str, n: int) -> list[Message]:
+        check_session_id(session_id)
+        if check_count(n, "n") <= 0:
+            return []
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return []
+            start = max(session.archived, len(session.messages) - n)
+            window = session.messages[start:]
+            while window and window[0].message.role == "tool":
+                window = window[1:]
+            return [_copy(s.message) for s in window]
+
+    def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
+        check_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return []
+            start = 0 if include_archived else session.archived
+            return [_copy(s.message) for s in session.messages[start:]]
+
+    def count(self, session_id: str) -> int:
+        check_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return 0 if session is None else len(session.messages) - session.archived
+
+    def get_summary(self, session_id: str) -> str:
+        check_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return "" if session is None else session.summary
+
+    def sessions(self) -> list[str]:
+        with self._lock:
+            return sorted(k for k, s in self._sessions.items() if s.messages or s.summary)
+
+    def search(
+        self, query: str, *, session_id: str | None = None, top_k: int = 10
+    ) -> list[Message]:
+        """Same matches as the SQLite store; BM25 computed here as FTS5 computes it.
+
+        Raises `InvalidArgumentError` when history search is off.
+        """
+        if not self._config.history_search:
+            raise search_off_error()
+        if not isinstance(query, str):  # lone surrogates are dropped by the compiler
+            raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
+        if session_id is not None:
+            check_session_id(session_id)
+        if check_count(top_k, "top_k") <= 0:
+            return []
+        terms = [t.tokens for t in self._compiler.terms(query)]
+        if not terms:
+            return []
+        with self._lock:
+            docs = [s for session in self._sessions.values() for s in session.messages]
+            for doc in docs:
+                if doc.tokens is None:
+                    text = doc.message.content
+                    doc.tokens = self._compiler.tokens(segment(text) or text)
+            hits = _score(docs, terms, session_id)
+            hits.sort(key=lambda pair: -pair[0])
+            return [_copy(s.message, score) for score, s in hits[:top_k]]
+
+
+def _normalise(message: Message, now: int) -> Message:
+    """A private copy stored as SQLite would store it (JSON round trip, ms timestamps)."""
+    metadata_text = encode_metadata(message.metadata)
+    tool_calls_text = encode_tool_calls(message.tool_calls)
+    for name in ("content", "name", "tool_call_id"):
+        check_text(getattr(message, name), f"message.{name}")
+    check_text(metadata_text, "message.metadata")
+    check_text(tool_calls_text, "message.tool_calls")
+    created = now if message.created_at is None else dt_to_ms(message.created_at)
+    return Message.model_construct(
+        role=message.role,
+        content=message.content,
+        name=message.name,
+        tool_call_id=message.tool_call_id,
+        tool_calls=[ToolCall.model_construct(**t) for t in json.loads(tool_calls_text)],
+        is_error=bool(message.is_error),
+        metadata=json.loads(metadata_text),
+        created_at=dt_from_ms(created),
+        seq=None,
+        session_id=None,
+        score=None,
+    )
+
+
+def _copy(message: Message, score: float | None = None) -> Message:
+    return message.model_copy(update={"score": score}, deep=True)
+
+
+def _archive(session: _Session, boundary: int) -> int:
+    """Same pair-safe rule as the SQLite store's `_archive`."""
+    archived, last = session.archived, len(session.messages)
+    if archived < boundary < last:
+        for seq in range(boundary + 1, archived, -1):
+            if session.messages[seq - 1].message.role != "tool":
+                boundary = seq - 1
+                break
+    new = max(archived, boundary)
+    session.archived = new
+    return new - archived
+
+
+def _occurrences(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
+    """How many places `phrase` starts in `tokens` (overlaps count, as in FTS5)."""
+    size = len(phrase)
+    first = phrase[0]
+    return sum(
+        1
+        for i in range(len(tokens) - size + 1)
+        if tokens[i] == first and tokens[i : i + size] == phrase
+    )
+
+
+def _score(
+    docs: list[_Stored], terms: list[tuple[str, ...]], session_id: str | None
+) -> list[tuple[float, _Stored]]:
+    """FTS5's bm25(): N and avgdl over every indexed message, whatever the filter."""
+    n_docs = len(docs)
+    total = sum(len(d.tokens or ()) for d in docs)
+    avgdl = total / n_docs if n_docs else 0.0
+    freqs = [[_occurrences(d.tokens or (), t) for t in terms] for d in docs]
+    idf = []
+    for i in range(len(terms)):
+        hits = sum(1 for f in freqs if f[i])
+        value = math.log((n_docs - hits + 0.5) / (hits + 0.5))
+        idf.append(value if value > 0 else _MIN_IDF)
+    out: list[tuple[float, _Stored]] = []
+    for doc, freq in zip(docs, freqs, strict=True):
+        if not any(freq):
+            continue
+        if session_id is not None and doc.message.session_id != session_id:
+            continue
+        length = len(doc.tokens or ())
+        score = 0.0
+        for i, f in enumerate(freq):
+            score += idf[i] * (f * (_K1 + 1)) / (f + _K1 * (1 - _B + _B * length / avgdl))
+        out.append((score, doc))
+    return out

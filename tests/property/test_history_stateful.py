@@ -1,0 +1,178 @@
+"""The SQLite history store and its in-memory twin, driven through the same random steps,
+must agree on every answer (SPEC section 7).
+
+Search must return the same set of matches; since the twin computes FTS5's own BM25, the
+scores agree too (up to float rounding), so only the order among equal scores may differ.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from sqlmem.config import StoreConfig
+from sqlmem.engine import Engine
+from sqlmem.history import SQLiteHistoryStore, index_unsearchable_messages
+from sqlmem.memory_history import InMemoryHistoryStore
+from sqlmem.records import Message, Role, ToolCall, dt_from_ms
+
+SESSIONS = ["a", "b", "telegram:12345:"]
+
+# Stems, case, diacritics, CJK runs (with repeats, for overlapping phrase hits), symbols.
+WORDS = [
+    "apple", "apples", "run", "running", "runs", "dog", "DOG", "the", "naïve", "naive",
+    "跑步", "喜欢", "跑", "哈哈哈", "哈", "Python", "C++", "what's", "😀", "\x00", "42", "x",
+]  # fmt: skip
+
+text = st.lists(st.sampled_from(WORDS), max_size=6).flatmap(
+    lambda words: st.sampled_from([" ".join(words), "".join(words), ", ".join(words)])
+)
+json_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=5,
+)
+tool_calls = st.lists(
+    st.builds(ToolCall, id=st.sampled_from(["c1", "c2"]), name=st.just("f"), arguments=text),
+    max_size=2,
+)
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> Message:
+    role: Role = draw(st.sampled_from(ROLES))
+    return Message(
+        role=role,
+        content=draw(text),
+        name=draw(st.sampled_from(["", "f"])),
+        tool_call_id="c1" if role == "tool" else "",
+        tool_calls=draw(tool_calls) if role == "assistant" else [],
+        is_error=draw(st.booleans()),
+        metadata=draw(st.dictionaries(st.text(max_size=3), json_value, max_size=2)),
+        created_at=dt_from_ms(draw(st.integers(0, 2**42))),
+    )
+
+
+session_ids = st.sampled_from(SESSIONS)
+ROLES: list[Role] = ["user", "assistant", "assistant", "tool", "tool", "system"]
+
+
+def _key(m: Message) -> tuple[Any, ...]:
+    return (m.session_id, m.seq)
+
+
+class HistoryAgreement(RuleBasedStateMachine):
+    config = StoreConfig()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._dir = Path(tempfile.mkdtemp(prefix="sqlmem-stateful-"))
+        self.engine = Engine(
+            self._dir / "memory.db", self.config, hooks=(index_unsearchable_messages,)
+        )
+        self.sqlite = SQLiteHistoryStore(self.engine)
+        self.memory = InMemoryHistoryStore(self.config)
+        self.appended = 0
+
+    def teardown(self) -> None:
+        self.engine.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    @rule(sid=session_ids, message=messages())
+    def append(self, sid: str, message: Message) -> None:
+        assert self.sqlite.append(sid, message) == self.memory.append(sid, message)
+        self.appended += 1
+
+    @rule(sid=session_ids, batch=st.lists(messages(), max_size=5))
+    def append_many(self, sid: str, batch: list[Message]) -> None:
+        assert self.sqlite.append_many(sid, batch) == self.memory.append_many(sid, batch)
+        self.appended += len(batch)
+
+    @rule(sid=session_ids, keep=st.integers(0, 6), summary=st.none() | text)
+    def compact(self, sid: str, keep: int, summary: str | None) -> None:
+        assert self.sqlite.compact(sid, keep, summary) == self.memory.compact(sid, keep, summary)
+
+    @rule(sid=session_ids)
+    def purge(self, sid: str) -> None:
+        self.sqlite.purge(sid)
+        self.memory.purge(sid)
+
+    @rule(sid=session_ids, summary=text)
+    def set_summary(self, sid: str, summary: str) -> None:
+        self.sqlite.set_summary(sid, summary)
+        self.memory.set_summary(sid, summary)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @rule(sid=session_ids, n=st.integers(-1, 9))
+    def get_recent(self, sid: str, n: int) -> None:
+        assert self.sqlite.get_recent(sid, n) == self.memory.get_recent(sid, n)
+
+    @rule(sid=session_ids, include_archived=st.booleans())
+    def get_all(self, sid: str, include_archived: bool) -> None:
+        expected = self.memory.get_all(sid, include_archived=include_archived)
+        assert self.sqlite.get_all(sid, include_archived=include_archived) == expected
+
+    @precondition(lambda self: self.appended > 0)
+    @rule(
+        query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+        sid=st.none() | session_ids,
+        top_k=st.sampled_from([1, 3, 1000]),
+    )
+    def search(self, query: str, sid: str | None, top_k: int) -> None:
+        got = self.sqlite.search(query, session_id=sid, top_k=top_k)
+        want = self.memory.search(query, session_id=sid, top_k=top_k)
+        assert len(got) == len(want)
+        for results in (got, want):
+            scores = [m.score for m in results]
+            assert all(s is not None and s > 0 for s in scores)
+            assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+            assert sid is None or all(m.session_id == sid for m in results)
+        for g, w in zip(got, want, strict=True):  # same scores, rank by rank
+            assert math.isclose(g.score or 0, w.score or 0, rel_tol=1e-9, abs_tol=1e-12)
+        by_key = {_key(m): m for m in want}
+        cutoff = (want[-1].score or 0) * (1 + 1e-9) if want else 0
+        for m in got:
+            if top_k == 1000 or (m.score is not None and m.score > cutoff):
+                # Above the last score no tie can swap a result in or out.
+                assert _key(m) in by_key
+                other = by_key[_key(m)]
+                assert m.model_copy(update={"score": None}) == other.model_copy(
+                    update={"score": None}
+                )
+
+    @invariant()
+    def counts_summaries_and_sessions_agree(self) -> None:
+        assert self.sqlite.sessions() == self.memory.sessions()
+        for sid in SESSIONS:
+            assert self.sqlite.count(sid) == self.memory.count(sid)
+            assert self.sqlite.get_summary(sid) == self.memory.get_summary(sid)
+            limit = self.config.max_history_len
+            assert limit is None or self.memory.count(sid) <= limit or self._pair_kept(sid)
+
+    def _pair_kept(self, sid: str) -> bool:
+        """Over max_history_len only to keep a tool call with its results."""
+        active = self.memory.get_all(sid)
+        limit = self.config.max_history_len or 0
+        return active[len(active) - limit].role == "tool"
+
+
+class HistoryAgreementWithLimit(HistoryAgreement):
+    config = StoreConfig(max_history_len=3)
+
+
+_settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+
+TestHistoryAgreement = HistoryAgreement.TestCase
+TestHistoryAgreement.settings = _settings
+TestHistoryAgreementWithLimit = HistoryAgreementWithLimit.TestCase
+TestHistoryAgreementWithLimit.settings = _settings
