@@ -13,6 +13,16 @@ summaries and full-text search) and long-term facts searched with FTS5 and ranke
 from __future__ import annotations
 
 from .config import StoreConfig
+from .context import (
+    CompactionResult,
+    Compactor,
+    ExtractionError,
+    Extractor,
+    LLMExtractor,
+    NopExtractor,
+    estimate_tokens,
+    inject_memory,
+)
 from .db import CheckReport, MemoryDB, open
 from .errors import (
     CorruptDatabaseError,
@@ -27,25 +37,47 @@ from .errors import (
     StorageBusyError,
     StoreClosedError,
 )
+from .factory import (
+    AgentMemoryConfig,
+    MemoryFactory,
+    OwnedFactStore,
+    OwnedHistoryStore,
+    open_fact_store,
+    open_history_store,
+)
+from .memory_facts import InMemoryFactStore
+from .memory_history import InMemoryHistoryStore
 from .protocols import FactStore, HistoryStore, SearchMode
 from .records import Fact, Message, ToolCall
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentMemoryConfig",
     "CheckReport",
+    "CompactionResult",
+    "Compactor",
     "CorruptDatabaseError",
+    "ExtractionError",
+    "Extractor",
     "Fact",
     "FactNotFoundError",
     "FactStore",
     "HistoryStore",
+    "InMemoryFactStore",
+    "InMemoryHistoryStore",
     "InvalidAgentIdError",
     "InvalidArgumentError",
     "InvalidQueryError",
+    "LLMExtractor",
     "MemoryDB",
+    "MemoryFactory",
     "Message",
     "MigrationChecksumError",
     "MigrationError",
+    "NopExtractor",
+    "OwnedFactStore",
+    "OwnedHistoryStore",
     "SchemaTooNewError",
     "SearchMode",
     "SqlmemError",
@@ -54,5 +86,9 @@ __all__ = [
     "StoreConfig",
     "ToolCall",
     "__version__",
+    "estimate_tokens",
+    "inject_memory",
     "open",
+    "open_fact_store",
+    "open_history_store",
 ]

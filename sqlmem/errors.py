@@ -15,6 +15,7 @@ import apsw
 
 __all__ = [
     "CorruptDatabaseError",
+    "ExtractionError",
     "FactNotFoundError",
     "InvalidAgentIdError",
     "InvalidArgumentError",
@@ -74,6 +75,10 @@ class MigrationChecksumError(MigrationError):
 
 class CorruptDatabaseError(SqlmemError):
     """The file is not a SQLite database, or its pages are damaged."""
+
+
+class ExtractionError(SqlmemError):
+    """A fact extractor's completion function failed or answered something not text."""
 
 
 def _map(exc: apsw.Error, context: str) -> SqlmemError:

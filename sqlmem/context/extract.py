@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from ..errors import SqlmemError
+from ..errors import ExtractionError
 from ..protocols import FactStore
 from ..records import Fact, Message
 
@@ -55,10 +55,6 @@ Conversation:
 # starting with "--" never matches (the second "-" is not whitespace) and is kept as is.
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])(?:\s+|$)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-class ExtractionError(SqlmemError):
-    """The completion function failed or answered something that is not text."""
 
 
 @runtime_checkable

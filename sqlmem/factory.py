@@ -1,0 +1,495 @@
+"""`MemoryFactory`: one memory database per agent, opened lazily, bounded in number.
+
+A multi-agent program asks the factory for an agent's memory on every turn, from many
+threads, and may run thousands of agents in one process. So:
+
+- Nothing is opened until an agent is first resolved; later resolves return the same
+  `MemoryDB`. An agent with memory disabled, unknown to `agents`, or with no folder to live
+  in resolves to None and nothing is created on disk.
+- The factory-wide lock only guards the bookkeeping dictionaries, never disk work. Each
+  agent has a slot with its own lock, held while that agent's file is opened and migrated,
+  so a slow open of one agent (a big migration, a busy file) never delays another.
+- A failed open raises and leaves no slot behind: the next resolve tries again.
+- At most `max_open` databases hold connections (each costs several file descriptors:
+  the database file, its WAL and shared memory, per connection). After every open or
+  reopen the least recently used idle databases are suspended. Their `MemoryDB` handles
+  stay valid: the engine reopens on next use and tells us through `Engine.on_reopen`, and
+  we enforce the bound again. A database in use by another thread is never suspended, so
+  the bound can be exceeded while more than `max_open` databases are busy at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import apsw
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .agent_ids import validate_agent_id
+from .config import StoreConfig, validation_message
+from .db import MemoryDB
+from .engine import Engine
+from .errors import InvalidArgumentError, SqlmemError, StoreClosedError, map_apsw_error
+from .facts import SQLiteFactStore
+from .history import SQLiteHistoryStore
+from .protocols import FactStore, HistoryStore
+
+__all__ = [
+    "AgentMemoryConfig",
+    "MemoryFactory",
+    "OwnedFactStore",
+    "OwnedHistoryStore",
+    "open_fact_store",
+    "open_history_store",
+]
+
+_log = logging.getLogger("sqlmem")
+
+DB_FILE_NAME = "memory.db"
+AGENTS_FOLDER = "agents"
+
+
+class AgentMemoryConfig(BaseModel):
+    """One agent's memory settings.
+
+    `data_dir` is the agent's own folder (its file is `data_dir/memory.db`); without it the
+    agent lives under the factory's `data_dir/agents/<agent_id>/`. Configs compare by value,
+    which is how `MemoryFactory.reload` tells a changed agent from an unchanged one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True
+    data_dir: Path | None = None
+    store: StoreConfig = Field(default_factory=StoreConfig)
+
+    def __init__(self, **data: Any) -> None:
+        store = data.get("store")
+        if isinstance(store, Mapping) and all(isinstance(k, str) for k in store):
+            # Built here rather than by pydantic, whose message for an error inside a
+            # nested model with a custom __init__ is "store: Value error, StoreConfig...".
+            try:
+                data["store"] = StoreConfig(**store)
+            except InvalidArgumentError as exc:
+                message = str(exc).replace("StoreConfig.", "AgentMemoryConfig.store.")
+                raise InvalidArgumentError(message) from None
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InvalidArgumentError(validation_message(exc, "AgentMemoryConfig")) from None
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _non_empty_path(cls, value: Any) -> Any:
+        # Path("") is ".", the current directory: almost certainly a config mistake.
+        if isinstance(value, (str, os.PathLike)) and not os.fspath(value):
+            raise ValueError("must be a non-empty path or None")
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+        return value
+
+
+def _open_db(path: Path, config: StoreConfig) -> MemoryDB:
+    """Open one agent's database; a seam for tests that need a slow or failing open."""
+    return MemoryDB(path, config)
+
+
+class _Slot:
+    """One agent's place in the factory: its settings, and its database once opened.
+
+    `lock` is held by the thread opening the database; `db` is written under the factory
+    lock and only read under it (or after taking `lock`, which orders it after the write).
+    """
+
+    __slots__ = ("config", "db", "lock", "path")
+
+    def __init__(self, config: AgentMemoryConfig, path: Path) -> None:
+        self.config = config
+        self.path = path
+        self.lock = threading.Lock()
+        self.db: MemoryDB | None = None
+
+
+class MemoryFactory:
+    """Hands out one `MemoryDB` per agent id; thread-safe; close it when done.
+
+    `data_dir` (str, path or None) holds `agents/<agent_id>/memory.db` for agents without
+    a folder of their own. `agents`, when given, is the complete list of agents with memory
+    (others resolve to None); without it every valid id gets `default`. `max_open` bounds
+    the databases holding connections. Paths are made absolute now, so a later `chdir`
+    does not move anyone's memory; nothing is created before the first resolve.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None,
+        *,
+        agents: Mapping[str, AgentMemoryConfig] | None = None,
+        default: AgentMemoryConfig | None = None,
+        max_open: int = 128,
+    ) -> None:
+        if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
+            raise InvalidArgumentError(f"max_open must be an int >= 1, got {max_open!r}")
+        if default is None:
+            default = AgentMemoryConfig()
+        elif not isinstance(default, AgentMemoryConfig):
+            raise InvalidArgumentError("default must be an AgentMemoryConfig")
+        self._data_dir = _folder(data_dir, "data_dir")
+        self._default = default
+        self._agents = _check_agents(agents)
+        self._max_open = max_open
+        self._lock = threading.Lock()  # guards _slots, _paths, _agents, _live, _closed
+        self._evicting = threading.Lock()  # one eviction pass at a time
+        self._slots: dict[str, _Slot] = {}
+        self._paths: dict[Path, str] = {}  # database file -> agent id, to refuse sharing
+        self._live: set[Engine] = set()  # engines that may hold connections
+        self._closed = False
+
+    # -- resolving ----------------------------------------------------------------------
+
+    def resolve(self, agent_id: str) -> MemoryDB | None:
+        """The agent's database, opened (and migrated) on first use; None if it has none."""
+        validate_agent_id(agent_id)
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise StoreClosedError("MemoryFactory is closed")
+                slot = self._slots.get(agent_id)
+                if slot is not None and slot.db is not None:
+                    if not slot.db.closed:
+                        return slot.db
+                    # Closed by its user behind our back: forget it and open afresh.
+                    self._forget(agent_id, slot)
+                    slot = None
+                if slot is None:
+                    slot = self._new_slot(agent_id)
+                    if slot is None:
+                        return None
+            db = self._open_slot(agent_id, slot)
+            if db is not None:
+                self._enforce_bound(keep=db._engine)
+                return db
+            # Another thread opened it, or reload()/close() replaced the slot: look again.
+
+    def resolve_history(self, agent_id: str) -> HistoryStore | None:
+        db = self.resolve(agent_id)
+        return None if db is None else db.history
+
+    def resolve_facts(self, agent_id: str) -> FactStore | None:
+        db = self.resolve(agent_id)
+        return None if db is None else db.facts
+
+    def _new_slot(self, agent_id: str) -> _Slot | None:
+        """Register a slot for an agent that should have memory (factory lock held)."""
+        settings = self._settings(agent_id)
+        if settings is None:
+            return None
+        config, path = settings
+        other_id = self._paths.get(path)
+        if other_id is not None:
+            # Two writers of one file in one process, and two agents' memories mixed.
+            raise InvalidArgumentError(
+                f"agents {other_id!r} and {agent_id!r} would share one database file "
+                f"({path}); give each agent its own data_dir"
+            )
+        slot = self._slots[agent_id] = _Slot(config, path)
+        self._paths[path] = agent_id
+        return slot
+
+    def _open_slot(self, agent_id: str, slot: _Slot) -> MemoryDB | None:
+        """Open the slot's database unless another thread did; None means "look again"."""
+        with slot.lock:
+            with self._lock:
+                if slot.db is not None or self._slots.get(agent_id) is not slot:
+                    return None
+            try:
+                db = _open_db(slot.path, slot.config.store)
+            except BaseException as exc:
+                with self._lock:
+                    self._forget(agent_id, slot)
+                error = _open_error(agent_id, slot.path, exc)
+                if error is exc:
+                    raise
+                raise error from exc
+            db._engine.on_reopen = self._on_reopen
+            with self._lock:
+                current = not self._closed and self._slots.get(agent_id) is slot
+                if current:
+                    slot.db = db
+                    self._live.add(db._engine)
+            if not current:  # closed or reloaded while we were opening
+                db.close()
+                return None
+            return db
+
+    def _forget(self, agent_id: str, slot: _Slot) -> None:
+        """Drop a slot if it is still the agent's (factory lock held)."""
+        if self._slots.get(agent_id) is slot:
+            del self._slots[agent_id]
+            del self._paths[slot.path]
+        if slot.db is not None:
+            self._live.discard(slot.db._engine)
+
+    # -- configuration ------------------------------------------------------------------
+
+    def _settings(self, agent_id: str) -> tuple[AgentMemoryConfig, Path] | None:
+        """The agent's config and file, or None when it gets no memory (factory lock held)."""
+        if self._agents is None:
+            config = self._default
+        else:
+            found = self._agents.get(agent_id)
+            if found is None:
+                return None
+            config = found
+        if not config.enabled:
+            return None
+        if config.data_dir is not None:
+            folder = _folder(config.data_dir, "data_dir")
+        elif self._data_dir is not None:
+            folder = self._data_dir / AGENTS_FOLDER / agent_id
+        else:
+            return None
+        assert folder is not None
+        return config, folder / DB_FILE_NAME
+
+    def reload(self, agents: Mapping[str, AgentMemoryConfig] | None) -> None:
+        """Apply new agent settings: changed or removed agents are closed and forgotten.
+
+        Agents whose config and file are unchanged keep their open database (the same
+        object), so a config reload does not interrupt agents it does not concern.
+        `agents=None` gives every agent the factory's `default`, which does not change.
+        """
+        checked = _check_agents(agents)
+        with self._lock:
+            if self._closed:
+                raise StoreClosedError("MemoryFactory is closed")
+            self._agents = checked
+            stale = []
+            for agent_id, slot in list(self._slots.items()):
+                if self._settings(agent_id) != (slot.config, slot.path):
+                    self._forget(agent_id, slot)
+                    stale.append(slot)
+        # An open still in flight for a stale slot notices it was replaced and closes its
+        # own database, so only finished ones need closing here.
+        for slot in stale:
+            if slot.db is not None:
+                slot.db.close()
+
+    # -- bounding open databases --------------------------------------------------------
+
+    def _on_reopen(self, engine: Engine) -> None:
+        """Engine hook: a suspended database reopened on use; suspend another if needed."""
+        try:
+            with self._lock:
+                if self._closed:
+                    return
+                self._live.add(engine)
+            self._enforce_bound(keep=engine)
+        except Exception:  # the hook must not fail the caller's read or write
+            _log.exception("%s: could not enforce max_open after reopen", engine.path)
+
+    def _enforce_bound(self, keep: Engine) -> None:
+        """Suspend least recently used idle databases until at most `max_open` are open."""
+        with self._evicting:
+            with self._lock:
+                live = [e for e in self._live if e.is_open and not e.closed]
+                self._live = set(live)
+            excess = len(live) - self._max_open
+            if excess <= 0:
+                return
+            live.sort(key=lambda e: e.last_used)
+            suspended = []
+            for engine in live:
+                if excess <= 0:
+                    break
+                if engine is keep:
+                    continue
+                try:
+                    ok = engine.suspend()
+                except SqlmemError:  # closing failed; its connections are gone anyway
+                    _log.exception("%s: suspend failed", engine.path)
+                    ok = not engine.is_open
+                if ok:
+                    suspended.append(engine)
+                    excess -= 1
+            with self._lock:
+                self._live.difference_update(suspended)
+
+    @property
+    def open_count(self) -> int:
+        """How many databases hold connections right now (for monitoring and tests)."""
+        with self._lock:
+            return sum(1 for e in self._live if e.is_open)
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Close every database; idempotent. Later resolves raise StoreClosedError.
+
+        Waits for opens in flight, so no connection of this factory outlives the call.
+        """
+        with self._lock:
+            self._closed = True
+            slots = list(self._slots.values())
+            self._slots.clear()
+            self._paths.clear()
+            self._live.clear()
+        for slot in slots:
+            with slot.lock:  # an opener that finishes now sees _closed and closes its db
+                db = slot.db
+            if db is not None:
+                db.close()
+
+    def __enter__(self) -> MemoryFactory:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{len(self._slots)} agents"
+        return f"<MemoryFactory {str(self._data_dir)!r} {state}>"
+
+
+def _folder(value: Any, name: str) -> Path | None:
+    """A folder setting as an absolute path, without touching the disk."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise InvalidArgumentError(f"{name} must be a path or None, not {type(value).__name__}")
+    text = os.fspath(value)
+    if not isinstance(text, str) or not text or "\x00" in text:
+        raise InvalidArgumentError(f"{name} must be a non-empty path or None")
+    return Path(text).expanduser().absolute()
+
+
+def _check_agents(
+    agents: Mapping[str, AgentMemoryConfig] | None,
+) -> dict[str, AgentMemoryConfig] | None:
+    """Validate a per-agent config mapping and take a private copy of it."""
+    if agents is None:
+        return None
+    if not isinstance(agents, Mapping):
+        raise InvalidArgumentError("agents must be a mapping of agent id to AgentMemoryConfig")
+    checked: dict[str, AgentMemoryConfig] = {}
+    for agent_id, config in agents.items():
+        validate_agent_id(agent_id)
+        if not isinstance(config, AgentMemoryConfig):
+            raise InvalidArgumentError(f"agents[{agent_id!r}] must be an AgentMemoryConfig")
+        checked[agent_id] = config
+    return checked
+
+
+def _open_error(agent_id: str, path: Path, exc: BaseException) -> BaseException:
+    """The error a failed open raises: sqlmem errors as they are, anything else wrapped."""
+    if isinstance(exc, SqlmemError) or not isinstance(exc, Exception):
+        return exc  # already ours, or KeyboardInterrupt and friends
+    if isinstance(exc, apsw.Error):
+        return map_apsw_error(exc, f"agent {agent_id!r}: {path}")
+    if isinstance(exc, OSError):
+        reason = exc.strerror or str(exc)
+        return SqlmemError(f"agent {agent_id!r}: cannot open {path} ({reason})")
+    return exc
+
+
+# -- one store outside any factory ----------------------------------------------------------
+#
+# A program that wants only history (or only facts) should not have to carry a MemoryDB
+# around to close it later. The store returned here is a subclass of the SQLite store that
+# holds its MemoryDB (so the database lives exactly as long as the store is referenced)
+# and can close it. It shares the engine with `store.db`, whose maintenance methods
+# (stats, check, vacuum, backup) stay reachable.
+
+
+class _OwnsDatabase:
+    """Mixin: a store that owns the MemoryDB it was opened with."""
+
+    _db: MemoryDB
+
+    @property
+    def db(self) -> MemoryDB:
+        """The database behind this store, for maintenance (stats, vacuum, backup)."""
+        return self._db
+
+    @property
+    def closed(self) -> bool:
+        return self._db.closed
+
+    def close(self) -> None:
+        """Close the database; idempotent. Later calls raise StoreClosedError."""
+        self._db.close()
+
+
+class OwnedHistoryStore(_OwnsDatabase, SQLiteHistoryStore):
+    """The `HistoryStore` of a database opened by `open_history_store`; close it when done."""
+
+    def __init__(self, db: MemoryDB) -> None:
+        super().__init__(db._engine)
+        self._db = db
+
+    def __enter__(self) -> OwnedHistoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class OwnedFactStore(_OwnsDatabase, SQLiteFactStore):
+    """The `FactStore` of a database opened by `open_fact_store`; close it when done."""
+
+    def __init__(self, db: MemoryDB) -> None:
+        super().__init__(db._engine)
+        self._db = db
+
+    def __enter__(self) -> OwnedFactStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open_history_store(
+    path: str | os.PathLike[str], config: StoreConfig | None = None
+) -> OwnedHistoryStore:
+    """Open (creating and migrating) one memory file for its conversation history only.
+
+    Use it as a context manager or call `close()`; facts stored in the same file are
+    untouched and reachable through `store.db.facts`.
+    """
+    return OwnedHistoryStore(MemoryDB(path, config))
+
+
+def open_fact_store(
+    path: str | os.PathLike[str], config: StoreConfig | None = None
+) -> OwnedFactStore:
+    """Open (creating and migrating) one memory file for its long-term facts only.
+
+    Use it as a context manager or call `close()`; the history in the same file is
+    untouched and reachable through `store.db.history`.
+    """
+    return OwnedFactStore(MemoryDB(path, config))
