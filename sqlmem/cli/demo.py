@@ -1,0 +1,193 @@
+"""`sqlmem demo`: one agent's memory, end to end, offline, in about a second.
+
+It walks the path a real agent takes on each turn: the factory opens the agent's file,
+the conversation (with a tool call and its result) is appended, an `LLMExtractor` turns it
+into facts (driven by a fixed fake model, so no network and the same answer every time),
+old turns are compacted under a summary, and memory is searched the way a user phrases
+things: an apostrophe-laden English question and a two-character Chinese query.
+
+Running it again on the same folder gives the same result: the demo session is purged
+first (it belongs to the demo alone), and extracted facts have ids derived from their
+text, so the second run finds them already remembered instead of adding copies.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..context import LLMExtractor, inject_memory
+from ..db import MemoryDB
+from ..factory import MemoryFactory
+from ..records import Message, ToolCall
+from .opening import CommandError
+from .output import Output, fact_json, message_json, message_line, preview
+
+__all__ = ["AGENT_ID", "SESSION_ID", "fake_complete", "run_demo"]
+
+AGENT_ID = "demo-agent"
+SESSION_ID = "demo:lisbon"
+KEEP_LAST = 2
+
+SUMMARY = (
+    "The user has just moved to Lisbon with their dog Rex; the assistant looked up the "
+    "weather (21 °C, sunny) and suggested a walk."
+)
+
+SEARCHES: tuple[tuple[str, str], ...] = (
+    ("facts", "what's my dog's name?"),
+    ("facts", "跑步"),
+    ("history", "sunny weather in Lisbon"),
+)
+
+MEMORY_QUERY = "Where can I walk my dog in Lisbon?"
+
+
+def conversation() -> list[Message]:
+    """A short, realistic exchange: a tool call, its result, two languages."""
+    return [
+        Message(role="system", content="You are a friendly assistant with long-term memory."),
+        Message(role="user", content="Hi! I just moved to Lisbon with my dog, Rex."),
+        Message(
+            role="assistant",
+            tool_calls=[ToolCall(id="call_1", name="get_weather", arguments='{"city": "Lisbon"}')],
+        ),
+        Message(
+            role="tool",
+            name="get_weather",
+            tool_call_id="call_1",
+            content='{"temp_c": 21, "sky": "sunny"}',
+        ),
+        Message(
+            role="assistant",
+            content="Welcome to Lisbon! It's 21 °C and sunny: perfect for a first walk with Rex.",
+        ),
+        Message(role="user", content="我喜欢周日早上跑步. Any good running routes nearby?"),
+        Message(
+            role="assistant",
+            content="Try the riverside path from Cais do Sodré to Belém: flat, about 7 km.",
+            metadata={"model": "fake-demo-model", "tokens": {"prompt": 212, "completion": 19}},
+        ),
+    ]
+
+
+def fake_complete(prompt: str) -> str:
+    """A stand-in for an LLM: answers the extraction prompt like a model would, offline.
+
+    It only answers what the conversation supports, in the bulleted style models use,
+    which `LLMExtractor` strips.
+    """
+    facts = []
+    if "Rex" in prompt:
+        facts.append("- The user's dog is called Rex.")
+    if "Lisbon" in prompt:
+        facts.append("- The user lives in Lisbon.")
+    if "跑步" in prompt:
+        facts.append("- 用户喜欢周日早上跑步")
+    return "\n".join(facts) or "NONE"
+
+
+def run_demo(args: argparse.Namespace, out: Output) -> int:
+    data_dir = Path(args.dir).expanduser().absolute()
+    if data_dir.exists() and not data_dir.is_dir():
+        raise CommandError(f"{data_dir}: exists and is not a folder")
+    with MemoryFactory(data_dir) as factory:
+        db = factory.resolve(AGENT_ID)
+        if db is None:  # cannot happen: a factory with a data_dir gives every agent memory
+            raise CommandError(f"{data_dir}: the factory gave {AGENT_ID!r} no memory")
+        data = _walk_through(db, data_dir)
+    out.result(data, _demo_text)
+    return 0
+
+
+def _walk_through(db: MemoryDB, data_dir: Path) -> dict[str, Any]:
+    history, facts = db.history, db.facts
+    history.purge(SESSION_ID)  # the demo's own session: start it afresh every run
+    messages = conversation()
+    seqs = history.append_many(SESSION_ID, messages)
+
+    exchange = history.get_all(SESSION_ID)
+    extractor = LLMExtractor(fake_complete)
+    extracted = extractor.extract(SESSION_ID, exchange)  # what the model found
+    new = extractor.extract(SESSION_ID, exchange, store=facts)  # what memory lacked
+
+    archived = history.compact(SESSION_ID, keep_last=KEEP_LAST, summary=SUMMARY)
+    stored = history.get_all(SESSION_ID, include_archived=True)  # oldest, archived, first
+
+    searches = []
+    for kind, query in SEARCHES:
+        if kind == "facts":
+            results = [fact_json(f) for f in facts.search(query, top_k=3)]
+        else:
+            found = history.search(query, session_id=SESSION_ID, top_k=3)
+            results = [message_json(m) for m in found]
+        searches.append({"kind": kind, "query": query, "results": results})
+
+    return {
+        "data_dir": str(data_dir),
+        "agent_id": AGENT_ID,
+        "database": str(db.path),
+        "session_id": SESSION_ID,
+        "messages": [message_json(m, archived=i < archived) for i, m in enumerate(stored)],
+        "appended": len(seqs),
+        "extracted_facts": [fact_json(f) for f in extracted],
+        "new_facts": [f.id for f in new],
+        "facts_total": facts.count(),
+        "compaction": {
+            "archived": archived,
+            "active": history.count(SESSION_ID),
+            "summary": history.get_summary(SESSION_ID),
+        },
+        "searches": searches,
+        "memory_query": MEMORY_QUERY,
+        "memory_block": inject_memory(facts, MEMORY_QUERY, max_facts=3),
+    }
+
+
+def _demo_text(data: dict[str, Any]) -> Iterator[str]:
+    yield f"sqlmem demo: agent {data['agent_id']!r} in {data['data_dir']}"
+    yield f"database: {data['database']}"
+    yield ""
+    yield f"1. Appended {data['appended']} messages to session {data['session_id']!r}:"
+    for message in data["messages"]:
+        yield f"     {message_line(message)}"
+    yield ""
+    new = set(data["new_facts"])
+    yield (
+        f"2. Extracted {len(data['extracted_facts'])} facts with LLMExtractor and a fake model "
+        f"({len(new)} new, {len(data['extracted_facts']) - len(new)} already remembered):"
+    )
+    for fact in data["extracted_facts"]:
+        mark = "new " if fact["id"] in new else "kept"
+        yield f"     [{mark}] {fact['content']}  ({fact['id']})"
+    yield f"   The agent now remembers {data['facts_total']} facts."
+    yield ""
+    compaction = data["compaction"]
+    yield (
+        f"3. Compacted the session: {compaction['archived']} messages archived, "
+        f"{compaction['active']} still active, under the summary:"
+    )
+    yield f"     {preview(compaction['summary'], 200)}"
+    yield ""
+    yield "4. Searched memory:"
+    for search in data["searches"]:
+        where = "facts" if search["kind"] == "facts" else "history (archived included)"
+        yield f"     {search['query']!r} in {where}:"
+        if not search["results"]:
+            yield "       (no match)"
+        for item in search["results"]:
+            if search["kind"] == "facts":
+                yield f"       [{item['score']:.2f}] {item['content']}"
+            else:
+                yield f"       [{item['score']:.2f}] {message_line(item)}"
+    yield ""
+    yield f"5. The memory block an agent would put in its prompt for {data['memory_query']!r}:"
+    for line in data["memory_block"].splitlines() or ["(nothing relevant)"]:
+        yield f"     {line}" if line else ""
+    yield ""
+    yield "Look inside:"
+    yield f"  sqlmem info {data['database']}"
+    yield f"  sqlmem history {data['database']} {data['session_id']} --all"
+    yield f"  sqlmem search {data['database']} \"what's my dog's name?\""

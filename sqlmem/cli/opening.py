@@ -1,0 +1,64 @@
+"""Opening a database for a command without surprising its owner.
+
+`sqlmem.open` creates missing files and applies pending migrations, which is right for a
+program's own memory but wrong for a person inspecting one: `sqlmem info typo.db` must not
+leave a new file behind, and looking at a file must not upgrade its schema. So read-only
+commands check the path and read the schema version with a plain connection first, and
+only open files that are already at the version this sqlmem writes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import StoreConfig
+from ..connection import check_is_database, connect
+from ..db import MemoryDB, resolve_path
+from ..db import open as open_db
+from ..errors import SqlmemError, translate_errors
+from ..migrations import latest_version, read_user_version
+
+__all__ = ["CommandError", "existing_path", "open_existing", "schema_version"]
+
+
+class CommandError(SqlmemError):
+    """A command cannot run on what it was given (missing file, wrong kind of file)."""
+
+
+def existing_path(path: str) -> Path:
+    """The resolved path of an existing regular file, or a CommandError saying why not."""
+    resolved = resolve_path(path)
+    if not resolved.exists():
+        raise CommandError(f"{resolved}: no such file")
+    if resolved.is_dir():
+        raise CommandError(f"{resolved}: is a directory, not a database file")
+    return resolved
+
+
+def schema_version(path: Path) -> int:
+    """The file's schema version (0: no sqlmem schema), read without changing anything."""
+    conn = connect(path, StoreConfig())
+    try:
+        check_is_database(conn, path)
+        with translate_errors(str(path)):
+            return read_user_version(conn)
+    finally:
+        conn.close()
+
+
+def open_existing(path: str) -> MemoryDB:
+    """Open an existing sqlmem database that is already at the latest schema."""
+    resolved = existing_path(path)
+    version = schema_version(resolved)
+    latest = latest_version()
+    if version == 0:
+        raise CommandError(
+            f"{resolved}: not a sqlmem database (no sqlmem schema); "
+            f"'sqlmem migrate {path}' makes it one"
+        )
+    if version < latest:
+        raise CommandError(
+            f"{resolved}: schema version {version} is older than {latest}; "
+            f"run 'sqlmem migrate {path}' first"
+        )
+    return open_db(resolved)  # a newer schema raises SchemaTooNewError, file untouched

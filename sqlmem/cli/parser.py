@@ -1,0 +1,215 @@
+"""The argument grammar of `sqlmem`: one subcommand per job, each with an example.
+
+argparse prints a usage block and exits on a bad argument; a script calling `sqlmem` wants
+one line and a status instead, so `_Parser.error` raises `UsageError`, which `main` turns
+into `sqlmem: error: ...` and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+__all__ = ["UsageError", "build_parser"]
+
+DESCRIPTION = """\
+Look inside and maintain sqlmem memory databases (one agent's memory per file).
+Start with 'sqlmem demo', which needs no network and takes a second."""
+
+
+class UsageError(Exception):
+    """The command line itself is wrong (exit status 2)."""
+
+    def __init__(self, message: str, prog: str) -> None:
+        super().__init__(message)
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.prog)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def _epilog(*examples: str) -> str:
+    return "examples:\n" + "\n".join(f"  {e}" for e in examples)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: a subparser's default would overwrite `sqlmem --json CMD` from the top.
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="print the result as one JSON document (for scripts)",
+    )
+
+
+def _command(
+    commands: argparse._SubParsersAction[_Parser], name: str, help_text: str, *examples: str
+) -> argparse.ArgumentParser:
+    parser = commands.add_parser(
+        name,
+        help=help_text,
+        description=help_text[0].upper() + help_text[1:] + ".",
+        epilog=_epilog(*examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(parser)
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="sqlmem",
+        description=DESCRIPTION,
+        epilog=_epilog(
+            "sqlmem demo",
+            "sqlmem info sqlmem-demo/agents/demo-agent/memory.db",
+            "sqlmem search memory.db \"what's my dog's name?\"",
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--json", action="store_true", default=False, help=argparse.SUPPRESS)
+    parser.add_argument("--version", action="store_true", help="print the sqlmem version")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    demo = _command(
+        commands,
+        "demo",
+        "create a demo agent database: a conversation, facts, compaction and searches",
+        "sqlmem demo",
+        "sqlmem demo /tmp/sqlmem-demo --json",
+    )
+    demo.add_argument(
+        "dir",
+        nargs="?",
+        default="sqlmem-demo",
+        metavar="DIR",
+        help="folder for the demo's data (default: ./sqlmem-demo); running again reuses it",
+    )
+
+    info = _command(
+        commands,
+        "info",
+        "show counts, sizes and the schema version of a database",
+        "sqlmem info memory.db",
+        "sqlmem info memory.db --json",
+    )
+    info.add_argument("path", metavar="PATH", help="an existing memory.db")
+
+    check = _command(
+        commands,
+        "check",
+        "verify a database (SQLite integrity check and FTS index check); exit 1 if damaged",
+        "sqlmem check memory.db",
+    )
+    check.add_argument("path", metavar="PATH", help="an existing memory.db")
+
+    migrate = _command(
+        commands,
+        "migrate",
+        "create a database or bring it to the latest schema",
+        "sqlmem migrate memory.db",
+    )
+    migrate.add_argument("path", metavar="PATH", help="a memory.db (created if missing)")
+
+    search = _command(
+        commands,
+        "search",
+        "search facts (or, with --history, messages) by relevance",
+        "sqlmem search memory.db \"what's my dog's name?\"",
+        "sqlmem search memory.db 跑步 -k 3",
+        "sqlmem search memory.db 'weather Lisbon' --history --session demo:lisbon",
+        "sqlmem search memory.db 'dog NEAR/3 name' --mode raw",
+    )
+    search.add_argument("path", metavar="PATH", help="an existing memory.db")
+    search.add_argument("query", metavar="QUERY", help="any text (FTS5 syntax with --mode raw)")
+    search.add_argument(
+        "-k",
+        "--top-k",
+        type=_positive,
+        default=10,
+        metavar="N",
+        help="at most N results (default 10)",
+    )
+    search.add_argument(
+        "--history",
+        action="store_true",
+        help="search conversation messages (archived included) instead of facts",
+    )
+    search.add_argument(
+        "--mode",
+        choices=("any", "all", "raw"),
+        default=None,
+        help="facts only: match any word (default), all words, or raw FTS5",
+    )
+    search.add_argument(
+        "--session", metavar="S", default=None, help="with --history: only this session"
+    )
+
+    history = _command(
+        commands,
+        "history",
+        "show a session's messages and summary",
+        "sqlmem history memory.db demo:lisbon",
+        "sqlmem history memory.db demo:lisbon --all",
+    )
+    history.add_argument("path", metavar="PATH", help="an existing memory.db")
+    history.add_argument("session", metavar="SESSION", help="the session id")
+    how_many = history.add_mutually_exclusive_group()
+    how_many.add_argument(
+        "-n",
+        type=_positive,
+        default=20,
+        metavar="N",
+        help="the last N active messages (default 20)",
+    )
+    how_many.add_argument(
+        "--all", action="store_true", help="every message, archived ones included"
+    )
+
+    export = _command(
+        commands,
+        "export",
+        "write every message, summary and fact as JSON Lines",
+        "sqlmem export memory.db -o backup.jsonl",
+        "sqlmem export memory.db | head -3",
+    )
+    export.add_argument("path", metavar="PATH", help="an existing memory.db")
+    export.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        default="-",
+        help="write to FILE (default: standard output)",
+    )
+    export.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr (default: only on a terminal)",
+    )
+
+    load = _command(
+        commands,
+        "import",
+        "add the records of an export to a database (idempotent: re-running adds nothing)",
+        "sqlmem import restored.db backup.jsonl",
+    )
+    load.add_argument("path", metavar="PATH", help="a memory.db (created if missing)")
+    load.add_argument("file", metavar="FILE", help="a file written by 'sqlmem export'")
+    load.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr (default: only on a terminal)",
+    )
+    return parser
