@@ -109,11 +109,13 @@ CREATE VIRTUAL TABLE facts_fts USING fts5(
     tokenize = '{tokenizer}'
 );
 
+-- DISTINCT, not just OR IGNORE: inside an upsert's DO UPDATE, SQLite replaces a trigger
+-- statement's conflict clause with the outer statement's, so repeated tags would abort.
 CREATE TRIGGER facts_insert AFTER INSERT ON facts BEGIN
     INSERT INTO facts_fts(rowid, content)
         VALUES (new.pk, coalesce(new.search_text, new.content));
     INSERT OR IGNORE INTO fact_tags(tag, fact_pk)
-        SELECT value, new.pk FROM json_each(new.tags);
+        SELECT DISTINCT value, new.pk FROM json_each(new.tags);
 END;
 
 -- fact_tags rows go with the fact through ON DELETE CASCADE.
@@ -133,5 +135,5 @@ CREATE TRIGGER facts_update_tags AFTER UPDATE OF tags ON facts WHEN old.tags IS 
 BEGIN
     DELETE FROM fact_tags WHERE fact_pk = old.pk;
     INSERT OR IGNORE INTO fact_tags(tag, fact_pk)
-        SELECT value, new.pk FROM json_each(new.tags);
+        SELECT DISTINCT value, new.pk FROM json_each(new.tags);
 END;

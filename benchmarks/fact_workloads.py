@@ -1,0 +1,197 @@
+"""W3 (fact search), W3b (search with a filter), W3c (indexing facts).
+
+Both sides index the same generated facts (same ids, same order, same tokenizer), so
+their BM25 scores are identical and the raw OR query is the exact reference for mode
+"any". Facts are built as `sqlmem.Fact` objects before timing starts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import apsw
+
+import sqlmem
+
+from .any_mode import AndThenOr, PrunedOr, RescoreAny, SplitAny, agreement
+from .context import Context
+from .data import FactRow
+from .harness import Row, cost_ratio_rate, latency_rounds, median, throughput_rounds
+from .history_workloads import latency_rows
+from .raw import RawFacts
+
+__all__ = ["w3_fact_search", "w3b_filtered_search", "w3c_index_facts"]
+
+TAG, CATEGORY = "tag07", "area/topic07"
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _raw_row(f: FactRow, now: int) -> tuple[Any, ...]:
+    return (f.id, f.content, f.category, json.dumps([f.tag]), now, now)
+
+
+def _fact(f: FactRow) -> sqlmem.Fact:
+    return sqlmem.Fact(id=f.id, content=f.content, tags=[f.tag], category=f.category)
+
+
+def fact_dbs(ctx: Context, count: int, name: str) -> tuple[RawFacts, sqlmem.MemoryDB]:
+    """Both sides hold the same `count` facts, indexed 1,000 per transaction."""
+    assert ctx.cache is not None
+    if name in ctx.cache:
+        return ctx.cache[name]  # type: ignore[no-any-return]
+    ctx.log(f"building the fact databases ({count:,} facts) ...")
+    rows = ctx.corpus.facts(count, seed=31)
+    raw = RawFacts(ctx.folder(f"{name}-raw") / "raw.db")
+    db = sqlmem.open(ctx.folder(f"{name}-sqlmem") / "memory.db")
+    for start in range(0, count, 1_000):
+        chunk = rows[start : start + 1_000]
+        now = _now()
+        raw.index_many([_raw_row(f, now) for f in chunk])
+        db.facts.index_many([_fact(f) for f in chunk])
+    raw.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.checkpoint()
+    ctx.log("fact databases built")
+    ctx.cache[name] = (raw, db)
+    return raw, db
+
+
+def _ids(rows: list[Any]) -> list[str]:
+    return [r[0] for r in rows]
+
+
+def w3_fact_search(ctx: Context) -> list[Row]:
+    s = ctx.sizes
+    raw, db = fact_dbs(ctx, s.w3_facts, "facts")
+    queries = [q for q, _ in ctx.corpus.queries(s.w3_queries, seed=41)]
+    search = db.facts.search
+    # The prototypes read sqlmem's own file through a plain apsw connection.
+    proto_conn = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
+    split = SplitAny(proto_conn, cutoff=0.02)
+    rescore = RescoreAny(proto_conn, cutoff=0.01, m=50)
+    pruned = PrunedOr(proto_conn, cutoff=0.01)
+    and_or = AndThenOr(proto_conn)
+    for q in queries:  # warm the df caches: steady state of a long-running store
+        for proto in (split, rescore, pruned):
+            proto.split(proto.tokens(q))
+    got: dict[str, list[Any]] = {}
+    samples = latency_rounds(
+        {
+            "raw_and": lambda q: _ids(raw.search(q, 10, "AND")),
+            "raw_or": lambda q: _ids(raw.search(q, 10, "OR")),
+            "sqlmem_all": lambda q: [f.id for f in search(q, 10, mode="all")],
+            "sqlmem_any": lambda q: [f.id for f in search(q, 10, mode="any")],
+            "proto_split": split.search,
+            "proto_rescore": rescore.search,
+            "proto_pruned": pruned.search,
+            "proto_and_or": and_or.search,
+        },
+        queries,
+        s.latency_rounds,
+        collect=got,
+    )
+    proto_conn.close()
+    exact = got["raw_or"]
+
+    def agree(name: str) -> float:
+        return sum(agreement(a, b) for a, b in zip(got[name], exact, strict=True)) / len(exact)
+
+    rows = latency_rows(f"W3 fact search, mode all, {s.w3_facts:,} facts (vs raw AND)",
+                        samples, "raw_and", "sqlmem_all", "p50 <= 1.3x raw AND", 1.3)  # fmt: skip
+    any_rows = latency_rows("W3 fact search, mode any (vs raw AND)", samples, "raw_and",
+                            "sqlmem_any", "p50 <= 2x raw AND, agreement >= 0.90", 2.0)  # fmt: skip
+    any_agree = agree("sqlmem_any")
+    any_rows[0].extra["agreement"] = any_agree
+    if any_agree < 0.90:
+        any_rows[0].failed_condition = f"agreement {any_agree:.3f} < 0.90"
+    rows += any_rows
+    rows += latency_rows("W3 fact search, mode any (vs raw OR, exact)", samples, "raw_or",
+                         "sqlmem_any", "report", None, p99=False)  # fmt: skip
+    labels = {
+        "proto_split": "W3 prototype any: split rare/common, exact merge (vs raw AND)",
+        "proto_rescore": "W3 prototype any: rare-word OR top 50 + rescore (vs raw AND)",
+        "proto_pruned": "W3 prototype any: OR over rare words only (vs raw AND)",
+        "proto_and_or": "W3 prototype any: AND, OR when < 10 (vs raw AND)",
+    }
+    for name, label in labels.items():
+        proto = latency_rows(label, samples, "raw_and", name, "report", None)
+        proto[0].extra["agreement"] = agree(name)
+        rows += proto
+    stats = {"split": split.stats, "rescore": rescore.stats, "and_or": and_or.stats}
+    rows[0].extra["prototype_paths"] = stats
+    return rows
+
+
+def w3b_filtered_search(ctx: Context) -> list[Row]:
+    s = ctx.sizes
+    raw, db = fact_dbs(ctx, s.w3_facts, "facts")
+    queries = [q for q, _ in ctx.corpus.queries(s.w3b_queries, seed=42)]
+    search = db.facts.search
+    samples = latency_rounds(
+        {
+            "raw_tag": lambda q: raw.search_tag(q, TAG),
+            "raw_category": lambda q: raw.search_category(q, CATEGORY),
+            "sqlmem_tag": lambda q: search(q, 10, mode="all", tags=[TAG]),
+            "sqlmem_category": lambda q: search(q, 10, mode="all", category=CATEGORY),
+        },
+        queries,
+        s.latency_rounds,
+    )
+    return [
+        *latency_rows("W3b search + tag filter (2%), mode all", samples, "raw_tag",
+                      "sqlmem_tag", "p50 <= 2x raw, same filter", 2.0),
+        *latency_rows("W3b search + category filter (2%), mode all", samples, "raw_category",
+                      "sqlmem_category", "p50 <= 2x raw, same filter", 2.0),
+    ]  # fmt: skip
+
+
+def w3c_index_facts(ctx: Context) -> list[Row]:
+    s = ctx.sizes
+    single = ctx.corpus.facts(s.w3c_single, seed=61, prefix="s")
+    batched = ctx.corpus.facts(s.w3c_batches * s.w3c_batch_size, seed=62, prefix="b")
+    single_facts = [_fact(f) for f in single]
+    batched_facts = [_fact(f) for f in batched]
+    raw = RawFacts(ctx.folder("w3c-raw") / "raw.db")
+    db = sqlmem.open(ctx.folder("w3c-sqlmem") / "memory.db")
+    rounds = max(2, min(10, s.w3c_single // 50))
+    bounds = [s.w3c_single * r // rounds for r in range(rounds + 1)]
+
+    def raw_single(r: int) -> int:
+        for f in single[bounds[r] : bounds[r + 1]]:
+            raw.index(_raw_row(f, _now()))
+        return bounds[r + 1] - bounds[r]
+
+    def sqlmem_single(r: int) -> int:
+        index = db.facts.index
+        for f in single_facts[bounds[r] : bounds[r + 1]]:
+            index(f)
+        return bounds[r + 1] - bounds[r]
+
+    size = s.w3c_batch_size
+
+    def raw_many(r: int) -> int:
+        now = _now()
+        raw.index_many([_raw_row(f, now) for f in batched[r * size : (r + 1) * size]])
+        return size
+
+    def sqlmem_many(r: int) -> int:
+        db.facts.index_many(batched_facts[r * size : (r + 1) * size])
+        return size
+
+    try:
+        one = throughput_rounds({"raw": raw_single, "sqlmem": sqlmem_single}, rounds)
+        many = throughput_rounds({"raw": raw_many, "sqlmem": sqlmem_many}, s.w3c_batches)
+        assert raw.count() == db.facts.count() == len(single) + len(batched)
+    finally:
+        raw.close()
+        db.close()
+    out = []
+    for label, rates in ((f"W3c index, single upserts ({len(single):,})", one),
+                         (f"W3c index_many({size:,})", many)):  # fmt: skip
+        sq, rw = median(rates["sqlmem"]), median(rates["raw"])
+        out.append(Row(label, "facts/s", sq, rw, cost_ratio_rate(sq, rw), "<= 1.5x raw", 1.5))
+    return out

@@ -1,0 +1,126 @@
+"""Timing, round-robin scheduling, statistics and result rows.
+
+Every comparison runs its variants in alternating rounds (raw, sqlmem, raw, sqlmem ...,
+with the starting variant rotating each round), so machine drift and cache warm-up hit
+both sides alike; figures are medians (throughput) or percentiles of all samples
+(latency). Ratios are always "sqlmem cost / raw cost": 1.0 means as fast as raw apsw,
+2.0 means twice the time per operation.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from time import perf_counter_ns
+from typing import Any
+
+__all__ = [
+    "Row",
+    "latency_rounds",
+    "percentile",
+    "throughput_rounds",
+]
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation; nan when empty."""
+    if not samples:
+        return math.nan
+    data = sorted(samples)
+    k = (len(data) - 1) * q / 100
+    lo, hi = math.floor(k), math.ceil(k)
+    return data[lo] + (data[hi] - data[lo]) * (k - lo)
+
+
+def _rotate(items: Sequence[str], r: int) -> list[str]:
+    r %= len(items)
+    return list(items[r:]) + list(items[:r])
+
+
+def throughput_rounds(
+    variants: dict[str, Callable[[int], int]], rounds: int
+) -> dict[str, list[float]]:
+    """Call each variant's `run(round) -> operations done` once per round, alternating.
+
+    Returns the operations per second of every round, per variant.
+    """
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    names = list(variants)
+    for r in range(rounds):
+        for name in _rotate(names, r):
+            start = perf_counter_ns()
+            ops = variants[name](r)
+            elapsed = perf_counter_ns() - start
+            rates[name].append(ops / (elapsed / 1e9))
+    return rates
+
+
+def latency_rounds(
+    variants: dict[str, Callable[[Any], Any]],
+    inputs: Sequence[Any],
+    rounds: int,
+    collect: dict[str, list[Any]] | None = None,
+) -> dict[str, list[float]]:
+    """Time each call `fn(input)` in microseconds; inputs are cut into `rounds` chunks and
+    the variants take turns chunk by chunk. With `collect`, results are kept per variant
+    in input order (for agreement checks)."""
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    kept: dict[str, list[Any]] = {name: [None] * len(inputs) for name in variants}
+    names = list(variants)
+    rounds = max(1, min(rounds, len(inputs)))
+    bounds = [len(inputs) * r // rounds for r in range(rounds + 1)]
+    for r in range(rounds):
+        chunk = range(bounds[r], bounds[r + 1])
+        for name in _rotate(names, r):
+            fn, out, keep = variants[name], samples[name], kept[name]
+            for i in chunk:
+                arg = inputs[i]
+                start = perf_counter_ns()
+                result = fn(arg)
+                out.append((perf_counter_ns() - start) / 1000)
+                keep[i] = result
+    if collect is not None:
+        collect.update(kept)
+    return samples
+
+
+@dataclass
+class Row:
+    """One line of the results table."""
+
+    workload: str
+    metric: str
+    sqlmem: float
+    raw: float
+    #: "sqlmem cost / raw cost" (time per op, or latency), None when not comparable.
+    ratio: float | None
+    target: str = "report"
+    #: The ratio limit, None for report-only rows.
+    limit: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: Overrides PASS/FAIL when a non-ratio condition (e.g. agreement) fails.
+    failed_condition: str | None = None
+
+    @property
+    def status(self) -> str:
+        if self.limit is None or self.ratio is None:
+            return "report" if self.failed_condition is None else "FAIL"
+        if self.failed_condition is not None or self.ratio > self.limit:
+            return "FAIL"
+        return "PASS"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["status"] = self.status
+        return data
+
+
+def cost_ratio_rate(sqlmem_rate: float, raw_rate: float) -> float:
+    """Time per operation ratio from two rates."""
+    return raw_rate / sqlmem_rate if sqlmem_rate else math.inf
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else math.nan

@@ -1,0 +1,280 @@
+"""The SQLite fact store: long-term facts, searched with FTS5 and ranked by BM25.
+
+Storage model (migrations/0001_initial.sql):
+- `facts`: one row per fact; integer `pk` (the FTS rowid) and the user's text `id`
+  (UNIQUE). tags and metadata are JSON text, timestamps unix milliseconds (UTC).
+  `search_text` holds the content with no-space-script characters set apart
+  (`query.segment`), NULL for ordinary text.
+- `fact_tags(tag, fact_pk)`: one row per distinct tag, kept by triggers, so a tag filter
+  is an index lookup rather than a JSON scan.
+- `facts_fts`: FTS5 external content over the view `coalesce(search_text, content)`,
+  kept in sync by triggers. Writes are `INSERT ... ON CONFLICT(id) DO UPDATE` (never
+  REPLACE, which deletes without firing the delete trigger and leaves stale postings), so
+  an updated fact's old words are removed from the index with the old text.
+
+Query plans (EXPLAIN QUERY PLAN; pinned by tests/unit/test_fact_search.py on 4,000 facts,
+with and without ANALYZE statistics, for every filter):
+- No filter: `CO-ROUTINE r` / `SCAN facts_fts VIRTUAL TABLE INDEX 32:M1` (FTS5 takes the
+  MATCH and consumes `ORDER BY rank LIMIT`), then `SEARCH f USING INTEGER PRIMARY KEY
+  (rowid=?)` for the top_k rows only. The cost is the posting lists of the query words,
+  not the table size. On 100,000 facts (2 cores): two ANDed words p50 ~0.2 ms, two ORed
+  words ~0.7 ms, and ~28 ms when one ORed word occurs in half the facts (every posting is
+  scored: the same in raw apsw, whose figures ours match within ~10%).
+- Filters: the same FTS scan is the outer loop and still delivers rows in rank order (no
+  `USE TEMP B-TREE`); each candidate is a primary-key lookup tested by the predicates
+  (tags through the covering index fact_tags_fact), and reading stops once `:limit`
+  pass (FTS5 has scored every match by then, as it does without filters). So filtering
+  happens before the LIMIT and the result is the best top_k of what passes. CROSS JOIN
+  pins this order: we do not let a selective filter (a rare source, a recent `since`)
+  drive the plan through its index, because the planner cannot see the selectivity of a
+  MATCH, and the FTS-driven cost is bounded by the query's posting lists, which the same
+  query pays without filters (p50 ~1-2 ms for two ORed words + a filter).
+
+Reads use a pooled reader connection, writes one short `BEGIN IMMEDIATE` transaction
+through the engine's writer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import apsw
+
+from . import facts_sql as sql
+from .config import DEFAULT_TOKENIZER
+from .engine import Engine
+from .errors import FactNotFoundError, InvalidArgumentError, InvalidQueryError
+from .filters import (
+    FactRow,
+    Filters,
+    build_fact,
+    check_limit,
+    check_query,
+    is_fact_id,
+    make_filters,
+    merge_batch,
+    prepare_fact,
+)
+from .protocols import SearchMode
+from .query import QueryCompiler, compiler_for
+from .records import Fact, dumps_json, now_ms
+
+__all__ = ["SQLiteFactStore", "compile_query"]
+
+_TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def compile_query(compiler: QueryCompiler, query: object, mode: object) -> str | None:
+    """The MATCH text for a user query, or None when nothing can match.
+
+    Lone surrogates (which UTF-8 cannot hold) are dropped from the query, as the SPEC says.
+    """
+    text = check_query(query, mode)
+    if mode == "raw":
+        text = _SURROGATE.sub("", text)
+        return text if text.strip() else None
+    return compiler.match(text, "all" if mode == "all" else "any")
+
+
+class SQLiteFactStore:
+    """`FactStore` over one database file. Thread-safe (the engine serialises writes)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._compiler: QueryCompiler | None = None
+
+    def __repr__(self) -> str:
+        return f"<SQLiteFactStore {str(self._engine.path)!r}>"
+
+    # -- writes -------------------------------------------------------------------------
+
+    def index(self, fact: Fact) -> str:
+        row = prepare_fact(fact)
+        with self._engine.write() as conn:
+            self._upsert(conn, [row], now_ms())
+        return row.id
+
+    def index_many(self, facts: Iterable[Fact]) -> list[str]:
+        if isinstance(facts, (str, bytes, Mapping)) or not isinstance(facts, Iterable):
+            raise InvalidArgumentError("index_many takes an iterable of Fact")
+        rows = [prepare_fact(f) for f in facts]  # every fact checked before any is written
+        if not rows:
+            return []
+        with self._engine.write() as conn:
+            self._upsert(conn, merge_batch(rows), now_ms())
+        return [r.id for r in rows]
+
+    @staticmethod
+    def _upsert(conn: apsw.Connection, rows: Sequence[FactRow], now: int) -> None:
+        """Multi-row upserts, cut where a chunk is full or `keep_created` changes, so rows
+        keep their order (and so their pk order, the tie-break of `list`)."""
+        start = 0
+        while start < len(rows):
+            keep = rows[start].created_ms is None
+            end = start + 1
+            while (
+                end < len(rows)
+                and end - start < sql.UPSERT_CHUNK
+                and (rows[end].created_ms is None) == keep
+            ):
+                end += 1
+            params: list[Any] = []
+            for r in rows[start:end]:
+                params += (
+                    r.id,
+                    r.content,
+                    r.source,
+                    r.category,
+                    r.tags,
+                    r.metadata,
+                    now if r.created_ms is None else r.created_ms,
+                    now if r.updated_ms is None else r.updated_ms,
+                    r.search_text,
+                )
+            conn.execute(sql.upsert_sql(end - start, keep_created=keep), params)
+            start = end
+
+    def delete(self, fact_id: str) -> None:
+        if is_fact_id(fact_id):
+            with self._engine.write() as conn:
+                conn.execute(sql.DELETE_ONE, (fact_id,))
+                if conn.changes():
+                    return
+        raise FactNotFoundError(f"no fact with id {fact_id!r}")
+
+    def delete_many(self, fact_ids: Iterable[str]) -> int:
+        if isinstance(fact_ids, (str, bytes)) or not isinstance(fact_ids, Iterable):
+            raise InvalidArgumentError("delete_many takes an iterable of fact ids")
+        ids = [i for i in fact_ids if is_fact_id(i)]
+        if not ids:
+            return 0
+        with self._engine.write() as conn:
+            conn.execute(sql.DELETE_MANY, (dumps_json(ids),))
+            return int(conn.changes())
+
+    # -- reads --------------------------------------------------------------------------
+
+    def get(self, fact_id: str) -> Fact | None:
+        if not is_fact_id(fact_id):
+            return None
+        with self._engine.read() as conn:
+            rows: list[Any] = conn.execute(sql.SELECT_BY_ID, (fact_id,)).fetchall()
+        return build_fact(*rows[0]) if rows else None
+
+    def count(self) -> int:
+        with self._engine.read() as conn:
+            row: Any = conn.execute(sql.COUNT).fetchall()[0]
+            return int(row[0])
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        *,
+        mode: SearchMode = "any",
+        tags: Sequence[str] | None = None,
+        category: str | None = None,
+        source: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> list[Fact]:
+        match = compile_query(self._query_compiler(), query, mode)
+        limit = check_limit(top_k, "top_k")
+        filters = make_filters(tags, category, source, since, until, metadata)
+        if match is None or limit <= 0:
+            return []
+        params = filters.params()
+        params["query"] = match
+        params["limit"] = limit
+        text = sql.search_sql(filters.key)
+        with self._engine.read() as conn:
+            try:
+                rows: list[Any] = conn.execute(text, params).fetchall()
+            except apsw.SQLError as exc:
+                if mode != "raw":
+                    raise  # a bug, not the user's query: mapped by the reader pool
+                shown = match if len(match) <= 80 else match[:77] + "..."
+                raise InvalidQueryError(f"invalid FTS5 query {shown!r}: {exc}") from exc
+        # bm25() is lower-is-better; users get higher-is-better.
+        return [_scored(r) for r in rows]
+
+    def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
+        if not isinstance(key, str):
+            raise InvalidArgumentError("search_by_metadata: key must be a string")
+        filters = make_filters(metadata={key: value})
+        return self._list(filters, oldest_first=True, limited=False)
+
+    def _list(
+        self,
+        filters: Filters,
+        *,
+        oldest_first: bool = False,
+        limited: bool = True,
+        limit: int = 0,
+        offset: int = 0,
+    ) -> list[Fact]:
+        params = filters.params()
+        if limited:
+            params["limit"], params["offset"] = limit, offset
+        text = sql.list_sql(filters.key, oldest_first=oldest_first, limited=limited)
+        with self._engine.read() as conn:
+            rows: list[Any] = conn.execute(text, params).fetchall()
+        return [build_fact(*r) for r in rows]
+
+    def tags(self) -> dict[str, int]:
+        with self._engine.read() as conn:
+            return {tag: int(n) for tag, n in conn.execute(sql.TAGS)}
+
+    def categories(self) -> list[str]:
+        with self._engine.read() as conn:
+            return [row[0] for row in conn.execute(sql.CATEGORIES)]
+
+    def list(
+        self,
+        *,
+        tags: Sequence[str] | None = None,
+        category: str | None = None,
+        source: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> list[Fact]:
+        filters = make_filters(tags, category, source, since, until)
+        limit, offset = check_limit(limit, "limit"), check_limit(offset, "offset")
+        if offset < 0:
+            raise InvalidArgumentError("offset must be >= 0")
+        if limit <= 0:
+            return []
+        return self._list(filters, limit=limit, offset=offset)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _query_compiler(self) -> QueryCompiler:
+        """The compiler for the tokenizer facts_fts was created with.
+
+        StoreConfig.tokenizer only applies when a file is created; a file made with
+        another tokenizer must be queried with its own, or words it indexes could be
+        dropped from queries (and vice versa).
+        """
+        if self._compiler is None:
+            with self._engine.read() as conn:
+                rows: list[Any] = conn.execute(sql.TOKENIZER).fetchall()
+            found = _TOKENIZE.search(rows[0][0]) if rows else None
+            spec = found.group(1) if found else self._engine.config.tokenizer
+            self._compiler = compiler_for(" ".join(spec.split()) or DEFAULT_TOKENIZER)
+        return self._compiler
+
+
+def _scored(row: Any) -> Fact:
+    """A search row: the fact's columns, then FTS5's rank (bm25, lower is better)."""
+    i, content, source, category, tags, metadata, created, updated, rank = row
+    return build_fact(i, content, source, category, tags, metadata, created, updated, -rank)

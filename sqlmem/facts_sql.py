@@ -1,0 +1,154 @@
+"""SQL text of the fact store: constants, and small cached builders for the variants.
+
+Every value is bound. The few dynamic pieces are which filters are present (a 6-bit key)
+and, for batch upserts, how many rows one statement carries; each builder is cached, so a
+given call shape always sends the same text and hits apsw's statement cache.
+
+Filters are SQL predicates over `facts AS f`, named parameters supplied by
+`Filters.params()`:
+- tags: a count of the fact's `fact_tags` rows among the wanted tags (an index lookup per
+  candidate through fact_tags_fact) must equal the number of distinct wanted tags; the tags
+  arrive as one bound JSON array so the text does not depend on how many there are.
+- category: equal, or in the half-open range [cat + "/", cat + "0"), which holds exactly
+  the paths below `cat` because category characters are ASCII and "0" follows "/".
+- metadata: no wanted (key, value) pair may lack an equal pair in the fact's metadata.
+  Both sides are read with json_each, so a key is compared literally (a JSON path would
+  read "a.b" as two levels). Scalars are equal when their JSON type and atom agree (so
+  true/1/"1" differ); containers when their json_tree rows (path, type, atom) agree.
+"""
+
+from __future__ import annotations
+
+from functools import cache, lru_cache
+
+__all__ = [
+    "CATEGORIES",
+    "COUNT",
+    "DELETE_MANY",
+    "DELETE_ONE",
+    "SELECT_BY_ID",
+    "TAGS",
+    "TOKENIZER",
+    "UPSERT_CHUNK",
+    "list_sql",
+    "search_sql",
+    "upsert_sql",
+]
+
+_COLUMNS = "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at"
+
+SELECT_BY_ID = f"SELECT {_COLUMNS} FROM facts AS f WHERE f.id = ?"
+COUNT = "SELECT count(*) FROM facts"
+DELETE_ONE = "DELETE FROM facts WHERE id = ?"
+# One statement for any number of ids: they arrive as a bound JSON array.
+DELETE_MANY = "DELETE FROM facts WHERE id IN (SELECT value FROM json_each(?))"
+TAGS = "SELECT tag, count(*) FROM fact_tags GROUP BY tag ORDER BY tag"
+CATEGORIES = "SELECT DISTINCT category FROM facts WHERE category <> '' ORDER BY category"
+# The tokenizer the FTS table was created with (the config may name another later).
+TOKENIZER = "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'facts_fts'"
+
+#: Rows per multi-row upsert: 9 parameters each, far below SQLite's 32766 limit, large
+#: enough that FTS5 flushes its pending terms rarely (it flushes once per statement).
+UPSERT_CHUNK = 200
+
+_TAGS = (
+    "(SELECT count(*) FROM fact_tags AS t WHERE t.fact_pk = f.pk"
+    " AND t.tag IN (SELECT value FROM json_each(:tags))) = :ntags"
+)
+_CATEGORY = "(f.category = :cat OR (f.category >= :cat_lo AND f.category < :cat_hi))"
+_SOURCE = "f.source = :source"
+_SINCE = "f.created_at >= :since"
+_UNTIL = "f.created_at <= :until"
+_METADATA = """NOT EXISTS (
+    SELECT 1 FROM json_each(:meta) AS want
+    WHERE NOT EXISTS (
+        SELECT 1 FROM json_each(f.metadata) AS have
+        WHERE have.key = want.key AND have.type = want.type AND CASE
+            WHEN want.type IN ('object', 'array') THEN
+                (SELECT count(*) FROM json_tree(have.value))
+                    = (SELECT count(*) FROM json_tree(want.value))
+                AND NOT EXISTS (
+                    SELECT 1 FROM json_tree(want.value) AS a
+                    WHERE NOT EXISTS (
+                        SELECT 1 FROM json_tree(have.value) AS b
+                        WHERE b.fullkey = a.fullkey AND b.type = a.type AND b.atom IS a.atom))
+            ELSE have.atom IS want.atom
+        END))"""
+
+_PREDICATES = (_TAGS, _CATEGORY, _SOURCE, _SINCE, _UNTIL, _METADATA)
+
+FilterKey = tuple[bool, bool, bool, bool, bool, bool]
+
+
+def _where(key: FilterKey) -> list[str]:
+    return [sql for present, sql in zip(key, _PREDICATES, strict=True) if present]
+
+
+@cache
+def search_sql(key: FilterKey) -> str:
+    """Ranked search. Both shapes are driven by the FTS index (see facts.py).
+
+    Without filters, the FTS subquery orders by `rank` alone and stops at the limit, so
+    only `top_k` facts rows are read. With filters, FTS5 still yields rows in rank order
+    (it consumes the ORDER BY) and the join checks each candidate until `:limit` pass;
+    CROSS JOIN pins facts_fts as the outer loop whatever statistics ANALYZE collects.
+    """
+    where = _where(key)
+    if not where:
+        return (
+            f"SELECT {_COLUMNS}, r.rank FROM ("
+            "SELECT rowid, rank FROM facts_fts WHERE facts_fts MATCH :query"
+            " ORDER BY rank LIMIT :limit"
+            ") AS r JOIN facts AS f ON f.pk = r.rowid ORDER BY r.rank"
+        )
+    return (
+        f"SELECT {_COLUMNS}, facts_fts.rank"
+        " FROM facts_fts CROSS JOIN facts AS f ON f.pk = facts_fts.rowid"
+        " WHERE facts_fts MATCH :query AND "
+        + " AND ".join(where)
+        + " ORDER BY facts_fts.rank LIMIT :limit"
+    )
+
+
+@cache
+def list_sql(key: FilterKey, *, oldest_first: bool = False, limited: bool = True) -> str:
+    """Browsing (newest first, paged) and metadata lookup (oldest first, all rows).
+
+    pk breaks ties between equal timestamps: insertion order, like the in-memory twin.
+    """
+    where = _where(key)
+    sql = f"SELECT {_COLUMNS} FROM facts AS f"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += (
+        " ORDER BY f.created_at, f.pk" if oldest_first else " ORDER BY f.created_at DESC, f.pk DESC"
+    )
+    if limited:
+        sql += " LIMIT :limit OFFSET :offset"
+    return sql
+
+
+_UPSERT_HEAD = (
+    "INSERT INTO facts (id, content, source, category, tags, metadata, created_at, updated_at,"
+    " search_text) VALUES "
+)
+_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+@lru_cache(maxsize=64)
+def upsert_sql(rows: int, *, keep_created: bool) -> str:
+    """Insert or update `rows` facts in one statement (never REPLACE, see the schema).
+
+    DO UPDATE fires the facts_update_* triggers, which delete the old FTS entry with the
+    old text before adding the new one, so an updated fact's old words never match again.
+    `keep_created` keeps the first insert's created_at (the caller gave none).
+    """
+    created = "" if keep_created else " created_at = excluded.created_at,"
+    return (
+        _UPSERT_HEAD
+        + ", ".join([_ROW] * rows)
+        + " ON CONFLICT (id) DO UPDATE SET content = excluded.content,"
+        " source = excluded.source, category = excluded.category, tags = excluded.tags,"
+        " metadata = excluded.metadata," + created + " updated_at = excluded.updated_at,"
+        " search_text = excluded.search_text"
+    )

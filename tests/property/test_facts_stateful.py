@@ -1,0 +1,182 @@
+"""The SQLite fact store and its in-memory twin, driven through the same random steps,
+must agree on every answer (SPEC section 7), and the SQLite file must stay healthy.
+
+Search must return the same set of matches with the same scores (the twin computes FTS5's
+BM25 itself), so only the order among equal scores may differ. After every step FTS5's
+integrity-check compares the index with the facts it was built from: a stale posting (an
+upsert that skipped the delete trigger) fails it.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import event, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from sqlmem.config import StoreConfig
+from sqlmem.engine import Engine
+from sqlmem.errors import FactNotFoundError
+from sqlmem.facts import SQLiteFactStore
+from sqlmem.memory_facts import InMemoryFactStore
+from sqlmem.records import Fact
+
+IDS = [f"f{i}" for i in range(8)] + ["telegram:1:", "ünï"]
+WORDS = [
+    "apple", "apples", "run", "running", "dog", "DOG", "the", "naïve", "naive",
+    "跑步", "跑", "哈哈哈", "哈", "Python", "C++", "what's", "😀", "42", "x", "e.g.",
+]  # fmt: skip
+T0 = datetime(2020, 1, 1, tzinfo=timezone.utc)
+TIMES = [T0 + timedelta(days=d) for d in (0, 0, 1, 2, 30)]  # repeats make ties
+
+text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).flatmap(
+    lambda words: st.sampled_from([" ".join(words), "".join(words), ", ".join(words)])
+)
+json_value = st.sampled_from([True, False, 1, 0, 1.0, "1", None, [1, 2], {"a": 1, "b": [2]}])
+facts = st.builds(
+    Fact,
+    id=st.sampled_from(IDS),
+    content=text,
+    source=st.sampled_from(["", "chat", "web"]),
+    tags=st.lists(st.sampled_from(["a", "b", "c"]), max_size=3),
+    category=st.sampled_from(["", "work", "work/x", "work/x/y", "workx", "home"]),
+    metadata=st.dictionaries(st.sampled_from(["k", "a.b", "z"]), json_value, max_size=2),
+    created_at=st.none() | st.sampled_from(TIMES),
+)
+filters = st.fixed_dictionaries(
+    {},
+    optional={
+        "tags": st.lists(st.sampled_from(["a", "b", "c"]), max_size=2),
+        "category": st.sampled_from(["", "work", "work/x", "home"]),
+        "source": st.sampled_from(["", "chat", "web"]),
+        "since": st.sampled_from(TIMES),
+        "until": st.sampled_from(TIMES),
+        "metadata": st.dictionaries(st.sampled_from(["k", "a.b"]), json_value, max_size=1),
+    },
+)
+
+
+def comparable(fact: Fact | None) -> dict[str, Any] | None:
+    """A fact without what legitimately differs: `now` is taken separately by each store."""
+    if fact is None:
+        return None
+    data = fact.model_dump(exclude={"updated_at", "score"})
+    assert data["created_at"] is not None
+    if data["created_at"] > T0 + timedelta(days=365):
+        data["created_at"] = "now"
+    return data
+
+
+class FactStoresAgree(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = Path(tempfile.mkdtemp(prefix="sqlmem-facts-"))
+        self.engine = Engine(self.dir / "facts.db", StoreConfig())
+        self.sqlite = SQLiteFactStore(self.engine)
+        self.memory = InMemoryFactStore()
+
+    def teardown(self) -> None:
+        self.engine.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def both(self, method: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        return (
+            getattr(self.sqlite, method)(*args, **kwargs),
+            getattr(self.memory, method)(*args, **kwargs),
+        )
+
+    @initialize(batch=st.lists(facts, min_size=3, max_size=10))
+    def start(self, batch: list[Fact]) -> None:
+        self.index_many(batch)
+
+    @rule(fact=facts)
+    def index(self, fact: Fact) -> None:
+        a, b = self.both("index", fact)
+        assert a == b == fact.id
+
+    @rule(batch=st.lists(facts, max_size=6))
+    def index_many(self, batch: list[Fact]) -> None:
+        a, b = self.both("index_many", batch)
+        assert a == b == [f.id for f in batch]
+
+    @rule(fact_id=st.sampled_from([*IDS, "unknown"]))
+    def delete(self, fact_id: str) -> None:
+        outcomes = []
+        for store in (self.sqlite, self.memory):
+            try:
+                store.delete(fact_id)
+                outcomes.append("deleted")
+            except FactNotFoundError:
+                outcomes.append("missing")
+        assert outcomes[0] == outcomes[1]
+
+    @rule(fact_ids=st.lists(st.sampled_from([*IDS, "unknown"]), max_size=4))
+    def delete_many(self, fact_ids: list[str]) -> None:
+        a, b = self.both("delete_many", fact_ids)
+        assert a == b
+
+    @rule(
+        query=st.sampled_from(WORDS) | text | st.text(max_size=8),
+        mode=st.sampled_from(["any", "all"]),
+        top_k=st.sampled_from([1, 3, 100]),
+        where=st.just({}) | filters,
+    )
+    def search(self, query: str, mode: str, top_k: int, where: dict[str, Any]) -> None:
+        a, b = self.both("search", query, top_k, mode=mode, **where)
+        assert len(a) == len(b)
+        event("search: " + ("matches" if a else "no match") + (" (filtered)" if where else ""))
+        # Same scores in the same order; ids may differ only among equal scores.
+        for x, y in zip(a, b, strict=True):
+            assert math.isclose(x.score, y.score, rel_tol=1e-9, abs_tol=1e-12), (x, y)
+        if top_k == 100:  # every match: the same set, with the same score for each
+            assert {f.id for f in a} == {f.id for f in b}
+            scores = {f.id: f.score for f in b}
+            assert all(math.isclose(f.score, scores[f.id], rel_tol=1e-9) for f in a)
+            assert [comparable(f) for f in sorted(a, key=lambda f: f.id)] == [
+                comparable(f) for f in sorted(b, key=lambda f: f.id)
+            ]
+
+    @rule(
+        word=st.sampled_from(WORDS),
+        mode=st.sampled_from(["any", "all"]),
+        where=st.just({}) | filters,
+    )
+    def search_word(self, word: str, mode: str, where: dict[str, Any]) -> None:
+        self.search(word, mode, 100, where)
+        self.search(word, mode, 2, where)
+
+    @rule(where=filters, limit=st.sampled_from([1, 5, 50]), offset=st.sampled_from([0, 2]))
+    def list(self, where: dict[str, Any], limit: int, offset: int) -> None:
+        where.pop("metadata", None)
+        a, b = self.both("list", limit=limit, offset=offset, **where)
+        assert [comparable(f) for f in a] == [comparable(f) for f in b]
+
+    @rule(key=st.sampled_from(["k", "a.b", "z"]), value=json_value)
+    def search_by_metadata(self, key: str, value: Any) -> None:
+        a, b = self.both("search_by_metadata", key, value)
+        assert [comparable(f) for f in a] == [comparable(f) for f in b]
+
+    @invariant()
+    def same_contents(self) -> None:
+        assert self.sqlite.count() == self.memory.count() == len(self.sqlite)
+        for fact_id in IDS:
+            a, b = self.both("get", fact_id)
+            assert comparable(a) == comparable(b)
+        assert self.sqlite.tags() == self.memory.tags()
+        assert self.sqlite.categories() == self.memory.categories()
+
+    @invariant()
+    def index_is_healthy(self) -> None:
+        with self.engine.write() as conn:
+            conn.execute("INSERT INTO facts_fts(facts_fts, rank) VALUES ('integrity-check', 1)")
+
+
+FactStoresAgree.TestCase.settings = settings(max_examples=80, stateful_step_count=25, deadline=None)
+test_fact_stores_agree = pytest.mark.filterwarnings("error")(FactStoresAgree.TestCase)
