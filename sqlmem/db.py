@@ -11,9 +11,9 @@ from typing import Any
 import apsw
 
 from .config import StoreConfig
-from .connection import ensure_file
+from .connection import connect, ensure_file
 from .engine import Engine
-from .errors import InvalidArgumentError, SqlmemError, translate_errors
+from .errors import InvalidArgumentError, SqlmemError, StorageBusyError, translate_errors
 from .facts import SQLiteFactStore
 from .history import SQLiteHistoryStore, index_unsearchable_messages
 from .migrations import read_user_version
@@ -21,6 +21,10 @@ from .migrations import read_user_version
 __all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
 
 _FTS_TABLES = ("messages_fts", "facts_fts")
+
+_CHECKPOINT_PASSIVE = "PRAGMA wal_checkpoint(PASSIVE)"
+
+_HAS_STAT4 = "SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat4'"
 
 _STATS = """
 SELECT
@@ -41,7 +45,12 @@ class CheckReport:
 
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:
-    text = os.fspath(path)
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise InvalidArgumentError(
+            f"path must be a str or os.PathLike, not {type(path).__name__}"
+        ) from None
     if not isinstance(text, str) or not text:
         raise InvalidArgumentError("path must be a non-empty file path")
     if text == ":memory:" or text.startswith("file:"):
@@ -118,8 +127,7 @@ class MemoryDB:
     def check(self) -> CheckReport:
         """SQLite's integrity_check plus FTS5's integrity-check of every FTS table."""
         problems: list[str] = []
-        with self._engine.read() as conn:
-            rows = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+        rows = self._integrity_check()
         if rows != ["ok"]:
             problems.extend(str(r) for r in rows)
         for table in _FTS_TABLES:
@@ -133,23 +141,81 @@ class MemoryDB:
                 problems.append(f"{table}: {exc.__cause__ or exc}")
         return CheckReport(str(self.path), not problems, problems)
 
+    def _integrity_check(self) -> list[str]:
+        """PRAGMA integrity_check on a connection of its own, opened for it.
+
+        Since SQLite 3.44 the pragma also checks FTS5 tables, with the FTS5 structure the
+        connection cached earlier and without refreshing it: on a pooled reader, after the
+        writer merged segments, a healthy file was reported as 'fts5: corruption found
+        reading blob' (tests/reliability/test_bad_files.py pins it). A new connection has
+        nothing cached; it is a WAL reader, so writers do not wait for the check.
+        """
+        with self._engine.read():  # StoreClosedError once closed; keeps the engine open
+            conn = connect(self.path, self.config)
+            try:
+                with translate_errors(str(self.path)):
+                    conn.pragma("query_only", "ON")
+                    return [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+            finally:
+                conn.close()
+
     def checkpoint(self) -> tuple[int, int]:
-        """Copy the WAL into the database and truncate it; returns (wal frames, copied)."""
+        """Copy the WAL into the database and truncate it; returns (wal frames, copied),
+        equal on success.
+
+        Waits up to the busy timeout for readers still using the WAL (a reader's snapshot
+        must stay readable) and for another process's writer; past it, raises
+        `StorageBusyError` and leaves the WAL as it was (nothing is lost either way).
+        """
         with self._engine.writer_connection() as conn:
-            row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
-        return int(row[1]), int(row[2])  # type: ignore[arg-type]
+            return self._truncate_wal(conn, "checkpoint")
 
     def vacuum(self) -> None:
-        """Make deletions physical: merge FTS segments, rebuild the file, truncate the WAL.
+        """Make deletions physical: afterwards no byte of deleted facts or purged sessions
+        remains in the database file or its WAL.
 
-        Afterwards no byte of deleted facts or purged sessions remains in the database or
-        WAL file (free pages are gone because VACUUM rewrites every page).
+        What `facts.delete`/`delete_many`/`history.purge` guarantee alone: the rows and
+        their full-text index entries are gone at once (never returned by `get`/`get_all`,
+        never found by `search`, and `check()` stays clean), but the bytes may remain in
+        the file: in free pages and in the free space of pages, in old FTS5 segments (a
+        delete only adds a tombstone to a newer segment), in SQLite's statistics samples
+        (`sqlite_stat4` keeps copies of indexed values such as fact ids, tags, sources,
+        session ids) and in WAL frames written before the delete.
+
+        So this: merges every FTS5 index into one segment ('optimize': tombstones and the
+        postings they cancel go), re-samples `sqlite_stat4` if statistics exist
+        (`ANALYZE` reads live rows only), rebuilds the file (`VACUUM` rewrites every page
+        and drops free ones), then checkpoints with TRUNCATE, which copies the rebuilt
+        pages over the old ones and empties the WAL.
+
+        A connection that holds a read snapshot older than the rebuild (another process
+        inside a read transaction, the sqlite3 shell in BEGIN) still needs the old pages,
+        so the last step waits for it up to the busy timeout; past it, raises
+        `StorageBusyError` and the old bytes may remain until `vacuum()` or `checkpoint()`
+        is called again once that reader let go. Our own readers hold a snapshot for one
+        statement only. Runs in time and space proportional to the whole file.
         """
         with self._engine.writer_connection() as conn:
             for table in _FTS_TABLES:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+            if conn.execute(_HAS_STAT4).fetchall():
+                conn.execute("ANALYZE")
             conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._truncate_wal(conn, "vacuum")
+
+    def _truncate_wal(self, conn: apsw.Connection, what: str) -> tuple[int, int]:
+        # TRUNCATE reports (0, 0) once it emptied the WAL: count the frames first.
+        row: Any = conn.execute(_CHECKPOINT_PASSIVE).fetchall()[0]
+        frames = max(0, int(row[1]))  # -1 when the file is not in WAL mode
+        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
+        busy = row[0]
+        if busy:
+            raise StorageBusyError(
+                f"{self.path}: {what} could not finish: another connection (a reader holding "
+                "an old snapshot, or a writer) kept using the WAL past the busy timeout; "
+                "call it again once it has finished"
+            )
+        return frames, frames  # TRUNCATE succeeded: every frame was copied
 
     def backup(self, dest_path: str | os.PathLike[str]) -> Path:
         """A consistent copy of the database taken while it stays in use."""
@@ -160,8 +226,14 @@ class MemoryDB:
         with self._engine.read() as source, translate_errors(str(dest)):
             target = apsw.Connection(str(dest))
             try:
-                with target.backup("main", source, "main") as job:
+                # Not `with job:`: when the file system fails, apsw's Backup.__exit__ can
+                # raise SystemError ("returned a result with an exception set") instead of
+                # the apsw error (tests/reliability/test_io_faults.py). step, then finish.
+                job = target.backup("main", source, "main")
+                try:
                     job.step(-1)
+                finally:
+                    job.finish()
             finally:
                 target.close()
         return dest
