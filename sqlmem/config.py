@@ -37,7 +37,7 @@ class StoreConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     wal: bool = True
-    busy_timeout_ms: int = Field(default=5000, ge=0)
+    busy_timeout_ms: int = Field(default=5000, ge=0, le=2**31 - 1)  # a C int in SQLite
     synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     history_search: bool = True
     tokenizer: str = DEFAULT_TOKENIZER

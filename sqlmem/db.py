@@ -13,7 +13,13 @@ import apsw
 from .config import StoreConfig
 from .connection import connect, ensure_file
 from .engine import Engine
-from .errors import InvalidArgumentError, SqlmemError, StorageBusyError, translate_errors
+from .errors import (
+    CorruptDatabaseError,
+    InvalidArgumentError,
+    SqlmemError,
+    StorageBusyError,
+    translate_errors,
+)
 from .facts import SQLiteFactStore
 from .history import SQLiteHistoryStore, index_unsearchable_messages
 from .migrations import read_user_version
@@ -127,7 +133,10 @@ class MemoryDB:
     def check(self) -> CheckReport:
         """SQLite's integrity_check plus FTS5's integrity-check of every FTS table."""
         problems: list[str] = []
-        rows = self._integrity_check()
+        try:
+            rows = self._integrity_check()
+        except CorruptDatabaseError as exc:  # damaged beyond what the pragma can list
+            return CheckReport(str(self.path), False, [str(exc.__cause__ or exc)])
         if rows != ["ok"]:
             problems.extend(str(r) for r in rows)
         for table in _FTS_TABLES:

@@ -32,6 +32,11 @@ __all__ = ["Migration", "apply_migrations", "latest_version", "load_migrations",
 
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
+# The tokenizer spec is pasted into the schema text (CREATE VIRTUAL TABLE cannot take a
+# bound parameter). StoreConfig already allows only built-in tokenizer names and
+# alphanumeric arguments; this is the last check before the text becomes SQL.
+_TOKENIZER_SPEC = re.compile(r"[a-z0-9]+(?: [A-Za-z0-9_]+)*\Z")
+
 # The ledger itself is the one table not created by a migration: it must exist before the
 # first migration can be recorded in the same transaction that applies it.
 _CREATE_LEDGER = """
@@ -96,17 +101,25 @@ def read_user_version(conn: apsw.Connection) -> int:
 
 
 def refuse_foreign_files(conn: apsw.Connection, path: Path) -> None:
-    """Before anything is written: a file from a newer sqlmem, or a SQLite file that is
-    not ours, stays exactly as it is."""
+    """Before anything is written: a file from a newer sqlmem, a SQLite file that is not
+    ours, or one whose applied migrations do not match ours, stays exactly as it is.
+
+    This runs before the journal mode is switched to WAL (which rewrites the header), so
+    every refusal here leaves the file's bytes unchanged. That includes a file with
+    `user_version` set by another program and no `schema_version` ledger: it used to be
+    refused only while migrating, after the switch to WAL had already changed it.
+    """
+    plan = load_migrations()
     with translate_errors(str(path)):
         version = read_user_version(conn)
         if version == 0:
             _refuse_foreign_file(conn, path)
-    latest = latest_version()
-    if version > latest:
+        elif version <= len(plan):
+            _verify_checksums(conn, path, plan[:version])
+    if version > len(plan):
         raise SchemaTooNewError(
             f"{path}: schema version {version} is newer than this sqlmem knows "
-            f"(latest {latest}); upgrade sqlmem to open it"
+            f"(latest {len(plan)}); upgrade sqlmem to open it"
         )
 
 
@@ -146,6 +159,8 @@ def _apply_one(
             return 0
         if current == 0:
             _refuse_foreign_file(conn, path)
+        if not _TOKENIZER_SPEC.match(tokenizer):
+            raise MigrationError(f"{path}: refusing tokenizer spec {tokenizer!r}")
         conn.execute(_CREATE_LEDGER)
         conn.execute(migration.sql.replace("{tokenizer}", tokenizer))
         conn.execute(

@@ -16,10 +16,11 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
-from ..errors import ExtractionError
+from ..errors import ExtractionError, InvalidArgumentError
+from ..history import check_session_id
 from ..protocols import FactStore
 from ..records import Fact, Message
 
@@ -136,6 +137,15 @@ class LLMExtractor:
         which are indexed into it in one transaction. A failing `complete` raises
         `ExtractionError` (cause kept); store errors are raised as they are.
         """
+        check_session_id(session_id)  # it becomes each fact's source
+        if isinstance(messages, (str, bytes, Message)) or not isinstance(messages, Iterable):
+            raise InvalidArgumentError("messages must be a sequence of sqlmem.Message")
+        messages = list(messages)
+        for i, message in enumerate(messages):
+            if not isinstance(message, Message):
+                raise InvalidArgumentError(
+                    f"messages[{i}] must be a sqlmem.Message, not {type(message).__name__}"
+                )
         if not _transcript(messages):
             return []  # nothing said, nothing to pay a model call for
         try:

@@ -15,6 +15,7 @@ tried, so a less relevant fact never displaces a more relevant one from the prom
 
 from __future__ import annotations
 
+from ..errors import InvalidArgumentError
 from ..protocols import FactStore
 from .tokens import Estimator, estimate_tokens
 
@@ -44,6 +45,13 @@ def inject_memory(
     `""` also for a blank query and for `max_facts` or `max_tokens` of 0 or less, so the
     result can be concatenated into a prompt unconditionally.
     """
+    if not isinstance(query, str):
+        raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
+    for name, value in (("max_facts", max_facts), ("max_tokens", max_tokens)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be an int, not {type(value).__name__}")
+    if estimator is not None and not callable(estimator):
+        raise InvalidArgumentError("estimator must be callable or None")
     if max_facts <= 0 or max_tokens <= 0 or not query.strip():
         return ""
     estimate = estimator or estimate_tokens

@@ -243,3 +243,19 @@ def test_vacuum_leaves_no_deleted_text(db: sqlmem.MemoryDB) -> None:
         if file.exists():
             assert secret.encode() not in file.read_bytes()
     assert db.check().ok
+
+
+def test_check_reports_damaged_pages_instead_of_raising(db_path: Path) -> None:
+    with sqlmem.open(db_path) as db:
+        db.facts.index_many([Fact(content=f"fact number {i} " + "x" * 300) for i in range(300)])
+        db.checkpoint()
+        page_size = db.stats()["page_size"]
+        pages = db.stats()["page_count"]
+    data = bytearray(db_path.read_bytes())
+    start = (pages - 3) * page_size  # a page near the end: facts or their index
+    data[start : start + page_size] = os.urandom(page_size)
+    db_path.write_bytes(bytes(data))
+    with sqlmem.open(db_path) as db:
+        report = db.check()
+    assert not report.ok
+    assert report.problems
