@@ -18,12 +18,13 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import TracebackType
 
 import apsw
 
 from .config import StoreConfig
 from .connection import check_is_database, connect, require_fts5, set_wal
-from .errors import StoreClosedError, translate_errors
+from .errors import StoreClosedError, map_apsw_error, translate_errors
 from .migrations import apply_migrations, refuse_foreign_files
 from .writer import ReaderPool, Writer
 
@@ -46,7 +47,10 @@ class Engine:
         #: Called (outside any lock) after a suspended engine reopened on use, so an
         #: owner that bounds open databases can suspend another one.
         self.on_reopen: Callable[[Engine], None] | None = None
-        self._state = threading.Condition(threading.Lock())
+        # A plain lock for the hot path (entering and leaving a call); the condition
+        # around it only serves close(), which waits for calls in flight.
+        self._lock = threading.Lock()
+        self._state = threading.Condition(self._lock)
         self._active = 0
         self._closed = False
         self._writer: Writer | None = None
@@ -129,7 +133,7 @@ class Engine:
 
     def _enter(self) -> tuple[Writer, ReaderPool]:
         reopened = False
-        with self._state:
+        with self._lock:
             if self._closed:
                 raise StoreClosedError(f"{self.path}: store is closed")
             if self._writer is None:
@@ -147,30 +151,18 @@ class Engine:
         return writer, readers
 
     def _leave(self) -> None:
-        with self._state:
+        with self._lock:
             self._active -= 1
-            if not self._active:
+            if not self._active and self._closed:
                 self._state.notify_all()
 
-    @contextmanager
-    def write(self) -> Iterator[apsw.Connection]:
+    def write(self) -> _Writing:
         """One write transaction (a savepoint when nested)."""
-        writer, _ = self._enter()
-        try:
-            with writer.transaction() as conn:
-                yield conn
-        finally:
-            self._leave()
+        return _Writing(self)
 
-    @contextmanager
-    def read(self) -> Iterator[apsw.Connection]:
+    def read(self) -> _Reading:
         """A reader connection for this thread, returned to the pool afterwards."""
-        _, readers = self._enter()
-        try:
-            with readers.connection() as conn:
-                yield conn
-        finally:
-            self._leave()
+        return _Reading(self)
 
     @contextmanager
     def writer_connection(self) -> Iterator[apsw.Connection]:
@@ -181,3 +173,66 @@ class Engine:
                 yield conn
         finally:
             self._leave()
+
+
+# Every store call goes through one of these two. They are classes rather than
+# generator context managers, and fold the engine's bookkeeping, the reader pool and
+# the writer's transaction into one object: the layers of generators cost more than
+# the SQL of a small read (measured on get_recent and single appends).
+
+
+class _Writing:
+    __slots__ = ("_engine", "_tx")
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __enter__(self) -> apsw.Connection:
+        writer, _ = self._engine._enter()
+        try:
+            tx = self._tx = writer.transaction()
+            return tx.__enter__()
+        except BaseException:
+            self._engine._leave()
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self._tx.__exit__(exc_type, exc, tb)
+        finally:
+            self._engine._leave()
+
+
+class _Reading:
+    __slots__ = ("_conn", "_engine", "_readers")
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __enter__(self) -> apsw.Connection:
+        _, readers = self._engine._enter()
+        try:
+            conn = self._conn = readers.acquire()
+        except BaseException:
+            self._engine._leave()
+            raise
+        self._readers = readers
+        return conn
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self._readers.release(self._conn)
+        finally:
+            self._engine._leave()
+        if isinstance(exc, apsw.Error):
+            raise map_apsw_error(exc, str(self._engine.path)) from exc

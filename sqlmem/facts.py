@@ -30,6 +30,13 @@ with and without ANALYZE statistics, for every filter):
   MATCH, and the FTS-driven cost is bounded by the query's posting lists, which the same
   query pays without filters (p50 ~1-2 ms for two ORed words + a filter).
 
+Mode "any" is the exact OR query on stores under 20,000 facts, for one-word queries,
+queries without a common word and filtered searches. On larger stores a query mixing
+rare and common words ranks only facts holding a rare word (with their exact OR score),
+and a query of common words only runs as AND; when that finds fewer than `top_k`
+facts the exact OR query runs. Trade-off and numbers in `sqlmem.facts_any`:
+~2.3x faster than exact OR at the median on 100,000 facts, top-10 agreement 0.98.
+
 Reads use a pooled reader connection, writes one short `BEGIN IMMEDIATE` transaction
 through the engine's writer.
 """
@@ -47,10 +54,11 @@ from . import facts_sql as sql
 from .config import DEFAULT_TOKENIZER
 from .engine import Engine
 from .errors import FactNotFoundError, InvalidArgumentError, InvalidQueryError
+from .facts_any import AnyShortcut
 from .filters import (
+    NO_FILTERS,
     FactRow,
     Filters,
-    build_fact,
     check_limit,
     check_query,
     is_fact_id,
@@ -60,7 +68,7 @@ from .filters import (
 )
 from .protocols import SearchMode
 from .query import QueryCompiler, compiler_for
-from .records import Fact, dumps_json, now_ms
+from .records import Fact, build_fact, dumps_json, now_ms
 
 __all__ = ["SQLiteFactStore", "compile_query"]
 
@@ -86,6 +94,7 @@ class SQLiteFactStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._compiler: QueryCompiler | None = None
+        self._any = AnyShortcut()
 
     def __repr__(self) -> str:
         return f"<SQLiteFactStore {str(self._engine.path)!r}>"
@@ -186,21 +195,27 @@ class SQLiteFactStore:
         until: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> list[Fact]:
-        match = compile_query(self._query_compiler(), query, mode)
+        compiler = self._query_compiler()
+        match = compile_query(compiler, query, mode)
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
         if match is None or limit <= 0:
             return []
-        params = filters.params()
-        params["query"] = match
-        params["limit"] = limit
-        text = sql.search_sql(filters.key)
+        if filters is NO_FILTERS:  # the common case: constant text, no filter params
+            text, params = _SEARCH_UNFILTERED, {"query": match, "limit": limit}
+        else:
+            text, params = sql.search_sql(filters.key), filters.params()
+            params["query"], params["limit"] = match, limit
         with self._engine.read() as conn:
+            if mode == "any" and filters is NO_FILTERS:
+                found = self._any.rows(conn, compiler.terms(query), limit)
+                if found is not None:
+                    return [_scored(r) for r in found]
             try:
                 rows: list[Any] = conn.execute(text, params).fetchall()
             except apsw.SQLError as exc:
                 if mode != "raw":
-                    raise  # a bug, not the user's query: mapped by the reader pool
+                    raise  # a bug, not the user's query: mapped by the engine
                 shown = match if len(match) <= 80 else match[:77] + "..."
                 raise InvalidQueryError(f"invalid FTS5 query {shown!r}: {exc}") from exc
         # bm25() is lower-is-better; users get higher-is-better.
@@ -278,3 +293,6 @@ def _scored(row: Any) -> Fact:
     """A search row: the fact's columns, then FTS5's rank (bm25, lower is better)."""
     i, content, source, category, tags, metadata, created, updated, rank = row
     return build_fact(i, content, source, category, tags, metadata, created, updated, -rank)
+
+
+_SEARCH_UNFILTERED = sql.search_sql(NO_FILTERS.key)

@@ -37,7 +37,6 @@ from .errors import FactNotFoundError, InvalidArgumentError
 from .filters import (
     FactRow,
     Filters,
-    build_fact,
     check_limit,
     check_query,
     is_fact_id,
@@ -47,7 +46,7 @@ from .filters import (
 )
 from .protocols import SearchMode
 from .query import QueryCompiler, Term, compiler_for
-from .records import Fact, now_ms
+from .records import Fact, build_fact, now_ms
 
 __all__ = ["InMemoryFactStore"]
 

@@ -18,13 +18,14 @@ import re
 import sys
 import threading
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 import apsw
 
-__all__ = ["QueryCompiler", "compiler_for", "segment"]
+__all__ = ["QueryCompiler", "Term", "compiler_for", "phrases", "segment"]
 
 # Scripts without word spaces (and Hangul, whose words carry suffixes): one token per char.
 _NO_SPACE = (
@@ -69,8 +70,11 @@ Mode = Literal["any", "all"]
 
 
 def segment(text: str) -> str | None:
-    """Text as indexed when it holds no-space scripts, else None (index `content` as is)."""
-    if not _NO_SPACE_CHAR.search(text):
+    """Text as indexed when it holds no-space scripts, else None (index `content` as is).
+
+    Every append and index calls this: ASCII text (most of it) skips the regex scan.
+    """
+    if text.isascii() or not _NO_SPACE_CHAR.search(text):
         return None
     return _NO_SPACE_CHAR.sub(lambda m: f" {m.group()} ", text)
 
@@ -105,6 +109,10 @@ class QueryCompiler:
         words = tokenizer.split()
         self._name, self._args = words[0], words[1:]
         self._local = threading.local()
+        # Bounded caches (thread-safe): a word's terms need a tokenizer call (~2 µs), and
+        # words repeat (Zipf); whole queries repeat too (an agent asks the same thing).
+        self._word_terms = lru_cache(maxsize=16_384)(self._terms_of_word)
+        self._cached_match = lru_cache(maxsize=2_048)(self._match)
 
     def _tokenizer(self) -> apsw.FTS5Tokenizer:
         tok = getattr(self._local, "tok", None)
@@ -127,20 +135,39 @@ class QueryCompiler:
         seen: set[tuple[str, ...]] = set()
         terms: list[Term] = []
         for word in _word_pattern().findall(_SURROGATE.sub("", text)):
-            for piece in _pieces(word):
-                tokens = self.tokens(piece, query=True)
-                if tokens and tokens not in seen:
-                    seen.add(tokens)
-                    terms.append(Term(piece, tokens))
+            for term in self._word_terms(word):
+                if term.tokens not in seen:
+                    seen.add(term.tokens)
+                    terms.append(term)
         return tuple(terms)
+
+    def _terms_of_word(self, word: str) -> tuple[Term, ...]:
+        out = []
+        for piece in _pieces(word):
+            tokens = self.tokens(piece, query=True)
+            if tokens:
+                out.append(Term(piece, tokens))
+        return tuple(out)
 
     def match(self, text: str, mode: Mode) -> str | None:
         """An FTS5 MATCH expression for `text`, or None when it has no words."""
-        terms = self.terms(text)
-        if not terms:
-            return None
-        joiner = " OR " if mode == "any" else " AND "
-        return joiner.join(f'"{t.phrase}"' for t in terms)
+        if len(text) > 256:  # long texts are rarely repeated; keep the cache small
+            return self._match(text, mode)
+        return self._cached_match(text, mode)
+
+    def _match(self, text: str, mode: Mode) -> str | None:
+        return phrases(self.terms(text), " OR " if mode == "any" else " AND ")
+
+
+def phrases(terms: Sequence[Term], joiner: str) -> str | None:
+    """`terms` as quoted FTS5 phrases joined by `joiner`; None when there are none.
+
+    A phrase holds letters, digits, marks and spaces only (see `terms`), so quoting
+    cannot be broken out of.
+    """
+    if not terms:
+        return None
+    return joiner.join(f'"{t.phrase}"' for t in terms)
 
 
 def _first(token: object) -> str:
