@@ -111,11 +111,18 @@ def refuse_foreign_files(conn: apsw.Connection, path: Path) -> None:
     """
     plan = load_migrations()
     with translate_errors(str(path)):
-        version = read_user_version(conn)
-        if version == 0:
-            _refuse_foreign_file(conn, path)
-        elif version <= len(plan):
-            _verify_checksums(conn, path, plan[:version])
+        # One read transaction: the version and the tables must come from the same
+        # snapshot, or a process that just migrated a new file between the two reads makes
+        # it look like a foreign file with tables and no version (seen with 4 openers).
+        conn.execute("BEGIN")
+        try:
+            version = read_user_version(conn)
+            if version == 0:
+                _refuse_foreign_file(conn, path)
+            elif version <= len(plan):
+                _verify_checksums(conn, path, plan[:version])
+        finally:
+            conn.execute("COMMIT")
     if version > len(plan):
         raise SchemaTooNewError(
             f"{path}: schema version {version} is newer than this sqlmem knows "

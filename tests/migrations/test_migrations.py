@@ -167,10 +167,14 @@ _OPENER = textwrap.dedent(
 
 def test_concurrent_first_open_from_processes(tmp_path: Path) -> None:
     """Several processes create the same new file at once: all succeed, each migration
-    runs once, and every process's write is there."""
+    runs once, and every process's write is there.
+
+    Regression: the foreign-file check read user_version and the table list in two
+    snapshots, so an opener could see another's fresh tables with version 0 and refuse
+    the file as foreign (about 1 run in 40 with 4 openers)."""
     import time
 
-    for attempt in range(3):
+    for attempt in range(5):
         path = tmp_path / f"race{attempt}.db"
         start = time.time() + 1.5
         procs = [
