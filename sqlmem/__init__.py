@@ -23,7 +23,8 @@ from .context import (
     estimate_tokens,
     inject_memory,
 )
-from .db import CheckReport, MemoryDB, open
+from .db import CheckReport, MemoryDB
+from .db import open as open  # public as sqlmem.open, kept out of __all__
 from .errors import (
     CorruptDatabaseError,
     FactNotFoundError,
@@ -51,6 +52,9 @@ from .protocols import FactStore, HistoryStore, SearchMode
 from .records import Fact, Message, ToolCall
 
 __version__ = "0.1.0"
+
+# `open` is public as `sqlmem.open` but left out of __all__, so that
+# `from sqlmem import *` does not shadow the builtin open().
 
 __all__ = [
     "AgentMemoryConfig",
@@ -88,7 +92,6 @@ __all__ = [
     "__version__",
     "estimate_tokens",
     "inject_memory",
-    "open",
     "open_fact_store",
     "open_history_store",
 ]

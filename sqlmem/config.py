@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import apsw
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import InvalidArgumentError
@@ -57,4 +58,10 @@ class StoreConfig(BaseModel):
             raise ValueError(f"must start with one of {', '.join(_BUILTIN_TOKENIZERS)}")
         if any(not w.replace("_", "").isalnum() for w in words):
             raise ValueError("only letters, digits and '_' are allowed in tokenizer arguments")
+        try:  # build it once, so bad arguments fail here rather than at the first search
+            apsw.Connection(":memory:").fts5_tokenizer(words[0], words[1:])
+        except apsw.Error:
+            raise ValueError(
+                f"SQLite refuses tokenizer {value!r} (unknown tokenizer or bad arguments)"
+            ) from None
         return " ".join(words)

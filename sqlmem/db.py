@@ -18,6 +18,7 @@ from .errors import (
     InvalidArgumentError,
     SqlmemError,
     StorageBusyError,
+    StoreClosedError,
     translate_errors,
 )
 from .facts import SQLiteFactStore
@@ -146,6 +147,8 @@ class MemoryDB:
                     conn.execute(
                         f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
                     )
+            except (StorageBusyError, StoreClosedError):
+                raise  # not a verdict on the file: say so instead of "damaged"
             except SqlmemError as exc:
                 problems.append(f"{table}: {exc.__cause__ or exc}")
         return CheckReport(str(self.path), not problems, problems)
@@ -229,8 +232,13 @@ class MemoryDB:
     def backup(self, dest_path: str | os.PathLike[str]) -> Path:
         """A consistent copy of the database taken while it stays in use."""
         dest = resolve_path(dest_path)
-        if dest == self.path:
-            raise InvalidArgumentError("backup: dest_path must differ from the database path")
+        if dest.resolve() == self.path.resolve() or (
+            dest.exists() and os.path.samefile(dest, self.path)
+        ):
+            raise InvalidArgumentError(
+                f"backup: dest_path {str(dest)!r} is the database itself (a link or another "
+                "spelling of its path)"
+            )
         ensure_file(dest)
         with self._engine.read() as source, translate_errors(str(dest)):
             target = apsw.Connection(str(dest))

@@ -6,17 +6,24 @@ newer file is refused untouched), and only then is the journal mode switched and
 schema migrated.
 
 `suspend()` lets the factory close an idle database's connections to bound open file
-descriptors; the next `read()`/`write()` reopens them, so handles stay valid. `close()` is
-final: every later call raises `StoreClosedError`.
+descriptors; the next `read()`/`write()` reopens them, so handles stay valid (a file that
+vanished meanwhile is an error, never silently recreated empty). `close()` is final: every
+later call raises `StoreClosedError`; it never raises or waits for another process itself.
+
+After `os.fork()` the child must not touch the parent's SQLite connections (SQLite forbids
+it) nor inherit a lock some parent thread held: every engine forgets its connections and
+locks in the child, and reopens on first use there.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 
@@ -24,7 +31,7 @@ import apsw
 
 from .config import StoreConfig
 from .connection import check_is_database, connect, require_fts5, set_wal
-from .errors import StoreClosedError, map_apsw_error, translate_errors
+from .errors import SqlmemError, StoreClosedError, map_apsw_error, translate_errors
 from .migrations import apply_migrations, refuse_foreign_files
 from .writer import ReaderPool, Writer
 
@@ -55,12 +62,17 @@ class Engine:
         self._closed = False
         self._writer: Writer | None = None
         self._readers: ReaderPool | None = None
-        self._open()
+        self._open(create=True)
+        _ENGINES.add(self)
 
     # -- life cycle -------------------------------------------------------------------
 
-    def _open(self) -> None:
-        conn = connect(self.path, self.config, create=True)
+    def _open(self, *, create: bool = False) -> None:
+        if not create and not self.path.exists():
+            raise SqlmemError(
+                f"{self.path}: the database file disappeared while the store was suspended"
+            )
+        conn = connect(self.path, self.config, create=create)
         try:
             check_is_database(conn, self.path)
             refuse_foreign_files(conn, self.path)
@@ -123,11 +135,35 @@ class Engine:
         if readers is not None:
             readers.close()
         if writer is not None:
-            with translate_errors(str(self.path)):
-                try:
-                    writer.connection.pragma("optimize")
-                finally:
-                    writer.close()
+            conn = writer.connection
+            # Housekeeping only: never wait for another process, never fail a close.
+            with suppress(apsw.Error):
+                conn.set_busy_timeout(0)
+                conn.pragma("optimize")
+            with suppress(apsw.Error):
+                writer.close()
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: let go of the parent's connections, start locks afresh.
+
+        Closing them in the child only releases SQLite's in-process lock bookkeeping that
+        the child inherited (it would otherwise see the file as locked by itself for ever,
+        e.g. when another parent thread was inside a write at fork time); file locks are
+        not inherited, and the parent's own locks stop the child from checkpointing or
+        removing the WAL on close. A connection apsw cannot close (it was inside a call in
+        another thread) is kept referenced, so garbage collection never touches it.
+        """
+        # Not Writer.close()/ReaderPool.close(): their locks may be held by a parent
+        # thread that does not exist here.
+        for conn in _connections(self._writer, self._readers):
+            try:
+                conn.close()
+            except Exception:
+                _ORPHANS.append(conn)
+        self._writer = self._readers = None
+        self._lock = threading.Lock()
+        self._state = threading.Condition(self._lock)
+        self._active = 0
 
     # -- use --------------------------------------------------------------------------
 
@@ -236,3 +272,26 @@ class _Reading:
             self._engine._leave()
         if isinstance(exc, apsw.Error):
             raise map_apsw_error(exc, str(self._engine.path)) from exc
+
+
+#: Every live engine, so a forked child can make each forget the parent's connections.
+_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+#: Parent connections a forked child could not close, kept so they are never collected.
+_ORPHANS: list[object] = []
+
+
+def _connections(writer: Writer | None, readers: ReaderPool | None) -> list[apsw.Connection]:
+    found = list(readers.idle_connections()) if readers is not None else []
+    if writer is not None and writer.raw_connection is not None:
+        found.append(writer.raw_connection)
+    return found
+
+
+def _after_fork_in_child() -> None:
+    for engine in list(_ENGINES):
+        engine._forget_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

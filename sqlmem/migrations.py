@@ -122,7 +122,8 @@ def refuse_foreign_files(conn: apsw.Connection, path: Path) -> None:
             elif version <= len(plan):
                 _verify_checksums(conn, path, plan[:version])
         finally:
-            conn.execute("COMMIT")
+            if conn.in_transaction:  # it only read: ending it this way can hide nothing
+                conn.execute("ROLLBACK")
     if version > len(plan):
         raise SchemaTooNewError(
             f"{path}: schema version {version} is newer than this sqlmem knows "

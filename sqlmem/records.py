@@ -77,7 +77,10 @@ def dumps_json(value: Any) -> str:
 def _truncate_ms(value: datetime | None) -> datetime | None:
     if value is None:
         return None
-    return dt_from_ms(dt_to_ms(value))
+    try:
+        return dt_from_ms(dt_to_ms(value))
+    except OverflowError:  # pydantic wraps ValueError, not OverflowError
+        raise ValueError(f"datetime {value!r} is out of range once converted to UTC") from None
 
 
 def _no_surrogates(value: str, field: str) -> str:

@@ -36,6 +36,11 @@ class Writer:
         self._depth = 0
 
     @property
+    def raw_connection(self) -> apsw.Connection | None:
+        """The connection without the lock, for a forked child only (see engine.py)."""
+        return self._conn
+
+    @property
     def connection(self) -> apsw.Connection:
         conn = self._conn
         if conn is None:
@@ -176,15 +181,9 @@ class ReaderPool:
             else:
                 self._idle.append(conn)
 
-    @contextmanager
-    def connection(self) -> Iterator[apsw.Connection]:
-        conn = self.acquire()
-        try:
-            yield conn
-        except apsw.Error as exc:
-            raise map_apsw_error(exc, str(self._path)) from exc
-        finally:
-            self.release(conn)
+    def idle_connections(self) -> list[apsw.Connection]:
+        """Without the lock, for a forked child only (see engine.py)."""
+        return list(self._idle)
 
     def close(self) -> None:
         with self._lock:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -11,16 +10,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
-SCRATCH = Path("/tmp/sqlmem-readme")  # the examples' own paths
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
-def test_readme_python_example_runs(index: int) -> None:
-    shutil.rmtree(SCRATCH, ignore_errors=True)
-    try:
-        exec(compile(BLOCKS[index], f"README.md example {index + 1}", "exec"), {})
-    finally:
-        shutil.rmtree(SCRATCH, ignore_errors=True)
+def test_readme_python_example_runs(
+    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Twice, as a user pasting it again would: the examples make their own folders."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    code = compile(BLOCKS[index], f"README.md example {index + 1}", "exec")
+    for _ in range(2):
+        exec(code, {})
 
 
 def test_readme_has_python_examples() -> None:

@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sqlmem search memory.db \"what's my dog's name?\"",
         "sqlmem search memory.db 跑步 -k 3",
         "sqlmem search memory.db 'weather Lisbon' --history --session demo:lisbon",
-        "sqlmem search memory.db 'dog NEAR/3 name' --mode raw",
+        "sqlmem search memory.db 'NEAR(dog name, 3)' --mode raw",
     )
     search.add_argument("path", metavar="PATH", help="an existing memory.db")
     search.add_argument("query", metavar="QUERY", help="any text (FTS5 syntax with --mode raw)")

@@ -73,6 +73,8 @@ def _replace_atomically(target: Path) -> Iterator[IO[bytes]]:
     try:
         with os.fdopen(fd, "wb") as fp:
             yield fp
+            fp.flush()
+            os.fsync(fp.fileno())  # the new name must never point at unwritten data
         os.replace(temp, target)
     except BaseException:
         with contextlib.suppress(OSError):

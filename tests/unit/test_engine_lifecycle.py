@@ -1,0 +1,145 @@
+"""Regressions from the review of the engine's life cycle: close and check under a busy
+writer, reopen of a vanished file, fork, aliased backup paths, config and record edges."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import apsw
+import pytest
+
+import sqlmem
+from sqlmem import Fact, Message
+
+
+def test_close_never_raises_or_waits_while_another_writer_holds_the_lock(
+    open_db: Callable[..., sqlmem.MemoryDB],
+) -> None:
+    """Regression: close() ran PRAGMA optimize under the busy timeout and raised
+    StorageBusyError (hiding the caller's own exception at the end of a `with`)."""
+    db = open_db(busy_timeout_ms=2000)
+    db.facts.index_many([Fact(content=f"fact {i}") for i in range(50)])
+    other = apsw.Connection(str(db.path))
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        import time
+
+        started = time.monotonic()
+        db.close()
+        assert time.monotonic() - started < 1.0
+        assert db.closed
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def test_check_says_busy_rather_than_damaged(
+    open_db: Callable[..., sqlmem.MemoryDB],
+) -> None:
+    """Regression: a healthy file with another writer was reported as damaged."""
+    db = open_db(busy_timeout_ms=100)
+    other = apsw.Connection(str(db.path))
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(sqlmem.StorageBusyError):
+            db.check()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert db.check().ok
+
+
+def test_a_suspended_handle_does_not_recreate_a_deleted_file(db: sqlmem.MemoryDB) -> None:
+    """Regression: the reopen after suspension created a new empty database."""
+    db.facts.index(Fact(id="f", content="kept"))
+    assert db._engine.suspend()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db.path}{suffix}").unlink(missing_ok=True)
+    with pytest.raises(sqlmem.SqlmemError, match="disappeared"):
+        db.facts.get("f")
+    assert not db.path.exists()
+
+
+def test_a_suspended_handle_reopens_its_file(db: sqlmem.MemoryDB) -> None:
+    db.facts.index(Fact(id="f", content="kept"))
+    assert db._engine.suspend()
+    fact = db.facts.get("f")
+    assert fact is not None and fact.content == "kept"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_uses_its_own_connections(
+    open_db: Callable[..., sqlmem.MemoryDB],
+) -> None:
+    """Regression: a child forked while another thread held the writer inherited the held
+    lock (its first write failed as busy) and the parent's SQLite connections."""
+    db = open_db(busy_timeout_ms=500)
+    db.history.append("s", Message(role="user", content="from the parent"))
+    holding, release = threading.Event(), threading.Event()
+
+    def hold_the_writer() -> None:
+        with db._engine.write():
+            holding.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold_the_writer)
+    thread.start()
+    holding.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child
+            code = 1
+            try:
+                db.history.append("s", Message(role="user", content="from the child"))
+                code = 0 if db.history.count("s") == 2 else 2
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+    finally:
+        release.set()
+        thread.join()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [m.content for m in db.history.get_all("s")] == ["from the parent", "from the child"]
+    assert db.check().ok
+
+
+def test_backup_refuses_another_spelling_of_the_database(db: sqlmem.MemoryDB) -> None:
+    alias = db.path.parent / "sub" / ".." / db.path.name
+    (db.path.parent / "sub").mkdir()
+    with pytest.raises(sqlmem.InvalidArgumentError, match="database itself"):
+        db.backup(alias)
+    link = db.path.parent / "link.db"
+    link.symlink_to(db.path)
+    with pytest.raises(sqlmem.InvalidArgumentError, match="database itself"):
+        db.backup(link)
+    assert db.check().ok
+
+
+@pytest.mark.parametrize("spec", ["porter foo", "unicode61 remove_diacritics 9", "nope"])
+def test_a_tokenizer_sqlite_refuses_is_an_invalid_argument(spec: str) -> None:
+    with pytest.raises(sqlmem.InvalidArgumentError, match="tokenizer"):
+        sqlmem.StoreConfig(tokenizer=spec)
+
+
+def test_a_datetime_out_of_range_in_utc_is_a_value_error() -> None:
+    """Regression: OverflowError escaped record construction (pydantic wraps ValueError)."""
+    far_east = timezone(timedelta(hours=5))
+    with pytest.raises(ValueError, match="out of range"):
+        Message(role="user", created_at=datetime(1, 1, 1, tzinfo=far_east))
+
+
+def test_star_import_does_not_shadow_builtin_open() -> None:
+    namespace: dict[str, object] = {}
+    exec("from sqlmem import *", namespace)
+    assert "open" not in namespace
+    assert callable(sqlmem.open)
+    assert sys.modules["sqlmem"].open is sqlmem.open
