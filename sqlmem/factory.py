@@ -26,7 +26,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -416,6 +416,9 @@ def _open_error(agent_id: str, path: Path, exc: BaseException) -> BaseException:
 # (stats, check, vacuum, backup) stay reachable.
 
 
+_Owner = TypeVar("_Owner", bound="_OwnsDatabase")
+
+
 class _OwnsDatabase:
     """Mixin: a store that owns the MemoryDB it was opened with."""
 
@@ -434,6 +437,17 @@ class _OwnsDatabase:
         """Close the database; idempotent. Later calls raise StoreClosedError."""
         self._db.close()
 
+    def __enter__(self: _Owner) -> _Owner:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
 
 class OwnedHistoryStore(_OwnsDatabase, SQLiteHistoryStore):
     """The `HistoryStore` of a database opened by `open_history_store`; close it when done."""
@@ -442,17 +456,6 @@ class OwnedHistoryStore(_OwnsDatabase, SQLiteHistoryStore):
         super().__init__(db._engine)
         self._db = db
 
-    def __enter__(self) -> OwnedHistoryStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
 
 class OwnedFactStore(_OwnsDatabase, SQLiteFactStore):
     """The `FactStore` of a database opened by `open_fact_store`; close it when done."""
@@ -460,17 +463,6 @@ class OwnedFactStore(_OwnsDatabase, SQLiteFactStore):
     def __init__(self, db: MemoryDB) -> None:
         super().__init__(db._engine)
         self._db = db
-
-    def __enter__(self) -> OwnedFactStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def open_history_store(

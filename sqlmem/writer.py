@@ -13,6 +13,7 @@ so concurrent threads each read on their own connection and never wait for the w
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -32,6 +33,7 @@ class Writer:
         self._conn: apsw.Connection | None = conn
         self._path = path
         self._lock = threading.RLock()
+        self._timeout_ms = busy_timeout_ms
         self._timeout = busy_timeout_ms / 1000
         self._depth = 0
 
@@ -51,12 +53,27 @@ class Writer:
         """`BEGIN IMMEDIATE` ... `COMMIT`, or a savepoint when already inside one."""
         return Transaction(self)
 
-    def _acquire(self) -> None:
-        if not self._lock.acquire(timeout=self._timeout):
-            raise StorageBusyError(
-                f"{self._path}: database is busy (another thread held the writer for longer "
-                f"than the busy timeout of {self._timeout * 1000:.0f} ms)"
-            )
+    def _acquire(self) -> float:
+        """Take the in-process lock; returns how long that took (0.0 when it was free)."""
+        if self._lock.acquire(blocking=False):
+            return 0.0
+        started = time.monotonic()
+        if self._lock.acquire(timeout=self._timeout):
+            return time.monotonic() - started
+        raise StorageBusyError(
+            f"{self._path}: database is busy (another thread held the writer for longer "
+            f"than the busy timeout of {self._timeout_ms} ms)"
+        )
+
+    def _begin_with_time_left(self, conn: apsw.Connection, waited: float) -> None:
+        """BEGIN IMMEDIATE after queueing behind our own threads: the file lock gets only
+        what is left of the busy timeout, so a write never waits more than it in all."""
+        left_ms = max(0, int((self._timeout - waited) * 1000))
+        conn.set_busy_timeout(left_ms)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        finally:
+            conn.set_busy_timeout(self._timeout_ms)
 
     @contextmanager
     def exclusive(self) -> Iterator[apsw.Connection]:
@@ -103,13 +120,18 @@ class Transaction:
 
     def __enter__(self) -> apsw.Connection:
         writer = self._writer
-        writer._acquire()
+        waited = writer._acquire()
         try:
             conn = writer.connection
             depth = writer._depth
             self._savepoint = f"sqlmem_{depth}" if depth else None
             try:
-                conn.execute(f"SAVEPOINT {self._savepoint}" if depth else "BEGIN IMMEDIATE")
+                if depth:
+                    conn.execute(f"SAVEPOINT {self._savepoint}")
+                elif waited:
+                    writer._begin_with_time_left(conn, waited)
+                else:
+                    conn.execute("BEGIN IMMEDIATE")
             except apsw.Error as exc:
                 raise map_apsw_error(exc, str(writer._path)) from exc
             writer._depth = depth + 1

@@ -143,3 +143,37 @@ def test_star_import_does_not_shadow_builtin_open() -> None:
     assert "open" not in namespace
     assert callable(sqlmem.open)
     assert sys.modules["sqlmem"].open is sqlmem.open
+
+
+def test_a_write_waits_at_most_the_busy_timeout_in_all(
+    open_db: Callable[..., sqlmem.MemoryDB],
+) -> None:
+    """Regression: a write waited for the in-process lock AND then a full busy timeout at
+    BEGIN IMMEDIATE, up to twice the timeout."""
+    import time
+
+    db = open_db(busy_timeout_ms=1000)
+    writer_lock = db._engine._writer._lock  # type: ignore[union-attr]
+    other = apsw.Connection(str(db.path))
+    other.execute("BEGIN IMMEDIATE")  # the file stays locked by "another process"
+    held = threading.Event()
+
+    def hold_the_thread_lock() -> None:
+        with writer_lock:
+            held.set()
+            time.sleep(0.6)
+
+    thread = threading.Thread(target=hold_the_thread_lock)
+    thread.start()
+    held.wait(5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(sqlmem.StorageBusyError):
+            db.facts.index(Fact(content="late"))
+        elapsed = time.monotonic() - started
+    finally:
+        thread.join()
+        other.execute("ROLLBACK")
+        other.close()
+    assert 0.9 <= elapsed < 1.4, elapsed  # about 1.0 s; it was about 1.6 s
+    db.facts.index(Fact(content="works again"))
