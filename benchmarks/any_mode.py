@@ -44,6 +44,8 @@ from typing import Any
 
 import apsw
 
+from sqlmem.fts_any import varint as _varint
+
 __all__ = ["AndThenOr", "PrunedOr", "RescoreAny", "SplitAny", "agreement", "averages"]
 
 _WORD = re.compile(r"[^\W_]+")
@@ -66,17 +68,6 @@ VOCAB = (
 )
 DOC_FREQ = "SELECT doc FROM temp.facts_vocab WHERE term = ?"
 AVERAGES = "SELECT block FROM facts_fts_data WHERE id = 1"
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    """SQLite's varint (FTS5 uses the same encoding)."""
-    value = 0
-    for i in range(8):
-        byte = data[pos + i]
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            return value, pos + i + 1
-    return (value << 8) | data[pos + 8], pos + 9
 
 
 def averages(conn: apsw.Connection) -> tuple[int, float]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import sqlmem
 
+from .any_mode import agreement
 from .context import Context
 from .harness import Row, cost_ratio_rate, latency_rounds, median, percentile, throughput_rounds
 from .raw import RawHistory
@@ -192,22 +193,31 @@ def w2_get_recent(ctx: Context) -> list[Row]:
 def w5_history_search(ctx: Context) -> list[Row]:
     raw, db = _history_dbs(ctx)
     queries = [q for q, _ in ctx.corpus.queries(ctx.sizes.w5_queries, seed=51)]
+    got: dict[str, list[Any]] = {}
     samples = latency_rounds(
         {
-            "raw_or": lambda q: raw.search(q, 10, "OR"),
+            "raw_or": lambda q: [(r[0], r[1]) for r in raw.search(q, 10, "OR")],
             "raw_and": lambda q: raw.search(q, 10, "AND"),
-            "sqlmem": lambda q: db.history.search(q, top_k=10),
+            "sqlmem": lambda q: [(m.session_id, m.seq) for m in db.history.search(q, top_k=10)],
         },
         queries,
         ctx.sizes.latency_rounds,
+        collect=got,
     )
     n = ctx.sizes.history_messages
-    return [
+    rows = [
         *_latency_rows(f"W5 history search over {n:,} messages (vs raw OR)", samples, "raw_or",
                        "sqlmem", "report", None),
         *_latency_rows("W5 history search (vs raw AND, for scale)", samples, "raw_and",
                        "sqlmem", "report", None, p99=False),
     ]  # fmt: skip
+    # Top-10 agreement with the exact OR ranking (as W3 "any"): the share of raw OR's
+    # top 10 messages that sqlmem's top 10 holds, averaged over the queries.
+    exact = got["raw_or"]
+    rows[0].extra["agreement"] = sum(
+        agreement(mine, ref) for mine, ref in zip(got["sqlmem"], exact, strict=True)
+    ) / len(exact)
+    return rows
 
 
 def _latency_rows(

@@ -80,11 +80,16 @@ SELECT seq, role, content, metadata, created_at FROM messages
 WHERE session_id = ? ORDER BY seq DESC LIMIT ?
 """
 
+# Ranked by bm25() in SQLite's sorter, not FTS5's `ORDER BY rank`: measured ~1.5x faster
+# for ORed words and ~1.1x for ANDed words (p50, 100,000 rows), since FTS5's sorted mode
+# prepares and runs an inner statement per query. sqlmem uses the same shape; the raw
+# side must stay the fastest honest way to do the work.
 SEARCH_MESSAGES = """
-SELECT m.session_id, m.seq, m.role, m.content, m.created_at, f.rank
-FROM (SELECT rowid, rank FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) f
+SELECT m.session_id, m.seq, m.role, m.content, m.created_at, f.score
+FROM (SELECT rowid, bm25(messages_fts) AS score FROM messages_fts WHERE messages_fts MATCH ?
+      ORDER BY score LIMIT ?) f
 JOIN messages m ON m.pk = f.rowid
-ORDER BY f.rank
+ORDER BY f.score
 """
 
 
@@ -180,11 +185,13 @@ UPSERT_ONE = _UPSERT_HEAD + "(?,?,?,?,?,?)" + _UPSERT_TAIL
 
 _COLUMNS = "f.id, f.content, f.category, f.tags, f.created_at, f.updated_at"
 
+# bm25() in SQLite's sorter, as SEARCH_MESSAGES (and sqlmem) do.
 SEARCH = f"""
-SELECT {_COLUMNS}, s.rank
-FROM (SELECT rowid, rank FROM facts_fts WHERE facts_fts MATCH ? ORDER BY rank LIMIT ?) s
+SELECT {_COLUMNS}, s.score
+FROM (SELECT rowid, bm25(facts_fts) AS score FROM facts_fts WHERE facts_fts MATCH ?
+      ORDER BY score LIMIT ?) s
 JOIN facts f ON f.pk = s.rowid
-ORDER BY s.rank
+ORDER BY s.score
 """
 
 # Filters join the FTS matches before LIMIT, so the result is the best top_k that pass.

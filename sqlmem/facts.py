@@ -14,12 +14,11 @@ Storage model (migrations/0001_initial.sql):
 
 Query plans (EXPLAIN QUERY PLAN; pinned by tests/unit/test_fact_search.py on 4,000 facts,
 with and without ANALYZE statistics, for every filter):
-- No filter: `CO-ROUTINE r` / `SCAN facts_fts VIRTUAL TABLE INDEX 32:M1` (FTS5 takes the
-  MATCH and consumes `ORDER BY rank LIMIT`), then `SEARCH f USING INTEGER PRIMARY KEY
-  (rowid=?)` for the top_k rows only. The cost is the posting lists of the query words,
-  not the table size. On 100,000 facts (2 cores): two ANDed words p50 ~0.2 ms, two ORed
-  words ~0.7 ms, and ~28 ms when one ORed word occurs in half the facts (every posting is
-  scored: the same in raw apsw, whose figures ours match within ~10%).
+- No filter: `CO-ROUTINE r` / `SCAN facts_fts VIRTUAL TABLE INDEX 0:M1` (FTS5 takes the
+  MATCH; SQLite's sorter keeps the best `:limit` by `bm25()`, `USE TEMP B-TREE FOR ORDER
+  BY`), then `SEARCH f USING INTEGER PRIMARY KEY (rowid=?)` for the top_k rows only. The
+  cost is the posting lists of the query words, not the table size. FTS5's own `ORDER BY
+  rank` was ~1.5x slower for OR and ~1.1x for AND (p50, 100,000 facts; see facts_sql).
 - Filters: the same FTS scan is the outer loop and still delivers rows in rank order (no
   `USE TEMP B-TREE`); each candidate is a primary-key lookup tested by the predicates
   (tags through the covering index fact_tags_fact), and reading stops once `:limit`
@@ -34,7 +33,7 @@ Mode "any" is the exact OR query on stores under 20,000 facts, for one-word quer
 queries without a common word and filtered searches. On larger stores a query mixing
 rare and common words ranks only facts holding a rare word (with their exact OR score),
 and a query of common words only runs as AND; when that finds fewer than `top_k`
-facts the exact OR query runs. Trade-off and numbers in `sqlmem.facts_any`:
+facts the exact OR query runs. Trade-off and numbers in `sqlmem.fts_any`:
 ~2.3x faster than exact OR at the median on 100,000 facts, top-10 agreement 0.98.
 
 Reads use a pooled reader connection, writes one short `BEGIN IMMEDIATE` transaction
@@ -54,7 +53,6 @@ from . import facts_sql as sql
 from .config import DEFAULT_TOKENIZER
 from .engine import Engine
 from .errors import FactNotFoundError, InvalidArgumentError, InvalidQueryError
-from .facts_any import AnyShortcut
 from .filters import (
     NO_FILTERS,
     FactRow,
@@ -66,6 +64,7 @@ from .filters import (
     merge_batch,
     prepare_fact,
 )
+from .fts_any import AnyShortcut
 from .protocols import SearchMode
 from .query import QueryCompiler, compiler_for
 from .records import Fact, build_fact, dumps_json, now_ms
@@ -94,7 +93,7 @@ class SQLiteFactStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._compiler: QueryCompiler | None = None
-        self._any = AnyShortcut()
+        self._any = AnyShortcut(sql.ANY)
 
     def __repr__(self) -> str:
         return f"<SQLiteFactStore {str(self._engine.path)!r}>"
@@ -290,7 +289,7 @@ class SQLiteFactStore:
 
 
 def _scored(row: Any) -> Fact:
-    """A search row: the fact's columns, then FTS5's rank (bm25, lower is better)."""
+    """A search row: the fact's columns, then its bm25 score (lower is better)."""
     i, content, source, category, tags, metadata, created, updated, rank = row
     return build_fact(i, content, source, category, tags, metadata, created, updated, -rank)
 

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 from functools import cache, lru_cache
 
+from .fts_any import any_queries
+
 __all__ = [
+    "ANY",
     "CATEGORIES",
     "COUNT",
     "DELETE_MANY",
     "DELETE_ONE",
-    "FTS_AVERAGES",
-    "PHRASE_DOCS",
-    "SEARCH_ANY_SPLIT",
-    "SEARCH_BM25",
     "SELECT_BY_ID",
     "TAGS",
     "TOKENIZER",
@@ -88,23 +87,32 @@ def _where(key: FilterKey) -> list[str]:
     return [sql for present, sql in zip(key, _PREDICATES, strict=True) if present]
 
 
+# -- mode "any" on large stores (sqlmem.fts_any) --------------------------------------
+
+#: The shortcut's SQL over facts_fts; the ranked subquery yields (pk, score).
+ANY = any_queries(
+    "facts_fts",
+    f"SELECT {_COLUMNS}, r.score FROM ({{ranked}}) AS r JOIN facts AS f ON f.pk = r.pk"
+    " ORDER BY r.score",
+)
+
+
 @cache
 def search_sql(key: FilterKey) -> str:
     """Ranked search. Both shapes are driven by the FTS index (see facts.py).
 
-    Without filters, the FTS subquery orders by `rank` alone and stops at the limit, so
-    only `top_k` facts rows are read. With filters, FTS5 still yields rows in rank order
-    (it consumes the ORDER BY) and the join checks each candidate until `:limit` pass;
-    CROSS JOIN pins facts_fts as the outer loop whatever statistics ANALYZE collects.
+    Without filters, the FTS subquery sorts its matches by `bm25()` in SQLite's sorter,
+    keeps the best `:limit`, and only those facts rows are read. This is the shortcut's
+    exact query too (`ANY.bm25`): FTS5's own `ORDER BY rank` measured ~1.5x slower for
+    OR queries and ~1.1x for AND on 100,000 facts (p50; p99 ~1.7x), because its sorted
+    mode prepares and runs an inner statement per query. With filters, FTS5 yields rows
+    in rank order (it consumes the ORDER BY) and the join checks each candidate until
+    `:limit` pass; CROSS JOIN pins facts_fts as the outer loop whatever statistics
+    ANALYZE collects.
     """
     where = _where(key)
     if not where:
-        return (
-            f"SELECT {_COLUMNS}, r.rank FROM ("
-            "SELECT rowid, rank FROM facts_fts WHERE facts_fts MATCH :query"
-            " ORDER BY rank LIMIT :limit"
-            ") AS r JOIN facts AS f ON f.pk = r.rowid ORDER BY r.rank"
-        )
+        return ANY.bm25
     return (
         f"SELECT {_COLUMNS}, facts_fts.rank"
         " FROM facts_fts CROSS JOIN facts AS f ON f.pk = facts_fts.rowid"
@@ -130,43 +138,6 @@ def list_sql(key: FilterKey, *, oldest_first: bool = False, limited: bool = True
     if limited:
         sql += " LIMIT :limit OFFSET :offset"
     return sql
-
-
-# -- mode "any" on large stores (sqlmem.facts_any) ------------------------------------
-
-#: Facts in the FTS index, from FTS5's averages record (rowid 1 of the data table: a
-#: varint row count, then a varint token count per column): one lookup, no scan.
-FTS_AVERAGES = "SELECT block FROM facts_fts_data WHERE id = 1"
-
-#: Facts containing one phrase (a word's document frequency); walks its posting list,
-#: so the caller caches it.
-PHRASE_DOCS = "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?"
-
-# The ranking is bm25() sorted by SQLite rather than `ORDER BY rank` consumed by FTS5:
-# FTS5's sorted mode prepares and runs an inner statement per query, which measured
-# ~1.5x slower (both for AND and OR) on 100,000 facts. The exact paths keep
-# `search_sql` (pinned by the plan tests).
-SEARCH_BM25 = (
-    f"SELECT {_COLUMNS}, r.score FROM ("
-    "SELECT rowid AS pk, bm25(facts_fts) AS score FROM facts_fts WHERE facts_fts MATCH :query"
-    " ORDER BY score LIMIT :limit"
-    ") AS r JOIN facts AS f ON f.pk = r.pk ORDER BY r.score"
-)
-
-# Exact OR scores of every fact holding a rare word, without scoring the long posting
-# lists of the common words. `both` is `(R) AND (C OR R)`: it matches exactly the facts
-# of `rare` (R), and its bm25 sums every phrase, the rare ones twice (they appear twice,
-# same idf, same tf), so bm25(both) - bm25(R) = bm25 of `R OR C`, the exact score.
-SEARCH_ANY_SPLIT = (
-    "WITH r AS MATERIALIZED ("
-    "SELECT rowid AS pk, bm25(facts_fts) AS score FROM facts_fts WHERE facts_fts MATCH :rare"
-    "), e AS MATERIALIZED ("
-    "SELECT rowid AS pk, bm25(facts_fts) AS score FROM facts_fts WHERE facts_fts MATCH :both"
-    f") SELECT {_COLUMNS}, x.score FROM ("
-    "SELECT e.pk, e.score - r.score AS score FROM e JOIN r ON r.pk = e.pk"
-    " ORDER BY score LIMIT :limit"
-    ") AS x JOIN facts AS f ON f.pk = x.pk ORDER BY x.score"
-)
 
 
 _UPSERT_HEAD = (

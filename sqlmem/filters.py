@@ -24,6 +24,7 @@ import operator
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from json.encoder import encode_basestring as _json_string
 from typing import Any, NamedTuple
 
 from .errors import InvalidArgumentError
@@ -89,13 +90,18 @@ def prepare_fact(fact: object) -> FactRow:
         raise InvalidArgumentError("Fact.tags must be a list of strings")
     if not isinstance(fact.metadata, dict) or not all(isinstance(k, str) for k in fact.metadata):
         raise InvalidArgumentError("Fact.metadata must be a dict with str keys")
+    # Tags are strings (checked above): joining their JSON strings gives exactly what
+    # dumps_json would, without the encoder's generic walk (~1 µs a fact in index_many).
+    tags_json = "[" + ",".join(map(_json_string, tags)) + "]" if tags else "[]"
     try:
-        tags_json = dumps_json(tags) if tags else "[]"
         meta_json = dumps_json(fact.metadata) if fact.metadata else "{}"
     except (TypeError, ValueError) as exc:
         raise InvalidArgumentError(f"Fact.metadata must be JSON-serialisable: {exc}") from None
-    # One encode over everything catches lone surrogates before anything is written.
-    _utf8(f"{fact_id}{content}{fact.source}{tags_json}{meta_json}", f"Fact {fact_id!r}")
+    # One encode over everything catches lone surrogates before anything is written
+    # (ASCII text, the usual case, cannot hold one and skips the encode).
+    text = f"{fact_id}{content}{fact.source}{tags_json}{meta_json}"
+    if not text.isascii():
+        _utf8(text, f"Fact {fact_id!r}")
     return FactRow(
         fact_id,
         content,

@@ -2,16 +2,23 @@
 
 Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`):
 
-* `sessions(pk, session_id, summary, last_seq, archived_seq, ...)`: each session owns its
-  sequence counter and its archive boundary. Appends take seqs from `last_seq` inside the
-  write transaction (an upsert with RETURNING), so seqs stay unique and gap-free with any
-  number of threads and processes. Compaction only moves `archived_seq`: messages with
-  `seq <= archived_seq` are archived, and no message row is rewritten.
+* `sessions(pk, session_id, unindexed, summary, last_seq, archived_seq, ...)`: each
+  session owns its sequence counter and its archive boundary. Appends take seqs from
+  `last_seq` inside the write transaction (an upsert with RETURNING), so seqs stay unique
+  and gap-free with any number of threads and processes. Compaction only moves
+  `archived_seq`: messages with `seq <= archived_seq` are archived, and no message row is
+  rewritten. `unindexed` marks sessions holding messages stored with history search off;
+  the next open with search on indexes them (`index_unsearchable_messages`).
 * `messages(session, seq, role, content, ..., searchable, search_text)`: tool calls and
   metadata as compact JSON text, timestamps as unix milliseconds. `search_text` holds the
   segmented text when the content has scripts written without spaces (see
   `sqlmem.query.segment`), NULL otherwise.
 * `messages_fts`: FTS5 over the searchable messages, kept in sync by triggers.
+
+Search has mode "any" semantics (a message matches when it holds any query word). Like
+fact search, it is the exact OR query on histories under 20,000 messages, for queries
+without a common word and within one session; otherwise the rare/common-word split of
+`sqlmem.fts_any` ranks the messages holding a rare word with their exact OR score.
 
 Every write is one `engine.write()` transaction; every read one statement on a reader
 connection, so each result is a consistent snapshot.
@@ -30,6 +37,7 @@ from . import history_sql as sql
 from .config import StoreConfig
 from .engine import Engine
 from .errors import InvalidArgumentError
+from .fts_any import AnyShortcut
 from .query import compiler_for, segment
 from .records import (
     EPOCH,
@@ -148,9 +156,14 @@ def encode_metadata(metadata: dict[str, Any], name: str = "message.metadata") ->
 
 
 def index_unsearchable_messages(conn: apsw.Connection, config: StoreConfig) -> None:
-    """Index messages stored while history search was off, now that it is on (open hook)."""
-    if config.history_search:
+    """Index messages stored while history search was off, now that it is on (open hook).
+
+    Appends with search off flag their session (`sessions.unindexed`) instead of keeping
+    an index of unindexed messages, which cost a page write per append.
+    """
+    if config.history_search and conn.execute(sql.ANY_UNINDEXED).fetchall():
         conn.execute(sql.INDEX_UNSEARCHABLE)
+        conn.execute(sql.CLEAR_UNINDEXED)
 
 
 # -- reading rows back --------------------------------------------------------------------------
@@ -196,7 +209,7 @@ def _messages(
 
 
 def _hits(rows: Sequence[Sequence[Any]]) -> list[Message]:
-    """Search rows: MESSAGE_COLUMNS, then session_id and the FTS5 rank (-bm25)."""
+    """Search rows: MESSAGE_COLUMNS, then session_id and the bm25 score (lower is better)."""
     hits = []
     for row in rows:
         hits.extend(_messages([row[:9]], row[9], [-row[10]]))
@@ -222,6 +235,8 @@ class SQLiteHistoryStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._config = engine.config
+        self._searchable = 1 if self._config.history_search else 0
+        self._any = AnyShortcut(sql.ANY)
 
     def __repr__(self) -> str:
         return f"<SQLiteHistoryStore {str(self._engine.path)!r}>"
@@ -259,7 +274,7 @@ class SQLiteHistoryStore:
             1 if m.is_error else 0,
             encode_metadata(m.metadata),
             now if m.created_at is None else dt_to_ms(m.created_at),
-            1 if self._config.history_search else 0,
+            self._searchable,
             segment(m.content),
         )
 
@@ -274,7 +289,8 @@ class SQLiteHistoryStore:
             with self._engine.write() as conn:
                 # fetchall: a RETURNING statement must run to completion before the next one.
                 reserved: Sequence[int] = conn.execute(  # type: ignore[assignment]
-                    sql.RESERVE_SEQS, (session_id, count, now)
+                    sql.RESERVE_SEQS if self._searchable else sql.RESERVE_SEQS_UNINDEXED,
+                    (session_id, count, now),
                 ).fetchall()[0]
                 pk, last, archived = reserved
                 first = last - count + 1
@@ -371,9 +387,10 @@ class SQLiteHistoryStore:
     ) -> list[Message]:
         """Messages (archived included) matching any word of `query`, best BM25 first.
 
-        `score` is the negated FTS5 bm25 (higher is better). Any text is a valid query; one
-        without words returns `[]`. Raises `InvalidArgumentError` when history search is
-        off for this store.
+        `score` is the negated FTS5 bm25 (higher is better). On large histories the
+        result may leave out messages made only of common words (`sqlmem.fts_any`).
+        Any text is a valid query; one without words returns `[]`. Raises
+        `InvalidArgumentError` when history search is off for this store.
         """
         if not self._config.history_search:
             raise search_off_error()
@@ -383,15 +400,21 @@ class SQLiteHistoryStore:
             check_session_id(session_id)
         if check_count(top_k, "top_k") <= 0:
             return []
-        match = compiler_for(self._config.tokenizer).match(query, "any")
+        compiler = compiler_for(self._config.tokenizer)
+        match = compiler.match(query, "any")
         if match is None:
             return []
         limit = min(top_k, _MAX_LIMIT)
         with self._engine.read() as conn:
-            if session_id is None:
-                rows = conn.execute(sql.SEARCH_ALL, (match, limit)).fetchall()
-            else:
+            if session_id is not None:  # a filter: exact, like filtered fact searches
                 rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
+            else:
+                found = self._any.rows(conn, compiler.terms(query), limit)
+                if found is None:  # a small history, or a query without common words
+                    found = conn.execute(
+                        sql.SEARCH_ALL, {"query": match, "limit": limit}
+                    ).fetchall()
+                rows = found
         return _hits(rows)
 
 

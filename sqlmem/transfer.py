@@ -252,9 +252,11 @@ def write_jsonl(records: Iterable[Mapping[str, Any]], out: IO[bytes]) -> int:
 # -- import --------------------------------------------------------------------------------
 
 _UPSERT_SESSION = """
-INSERT INTO sessions(session_id, summary, last_seq, archived_seq, created_at, updated_at)
-VALUES (:session_id, :summary, :last_seq, :archived_seq, :now, :now)
+INSERT INTO sessions(session_id, unindexed, summary, last_seq, archived_seq, created_at,
+                     updated_at)
+VALUES (:session_id, :unindexed, :summary, :last_seq, :archived_seq, :now, :now)
 ON CONFLICT(session_id) DO UPDATE SET
+    unindexed = max(sessions.unindexed, excluded.unindexed),
     summary = CASE
         WHEN :has_summary AND (sessions.summary = ''
                                OR excluded.archived_seq >= sessions.archived_seq)
@@ -481,6 +483,9 @@ def _write_message(
         _UPSERT_SESSION,
         {
             "session_id": row.session_id,
+            # Messages imported with history search off wait for the next open with it
+            # on, like appended ones (see history.index_unsearchable_messages).
+            "unindexed": 1 - searchable,
             "summary": "",
             "has_summary": 0,
             "last_seq": row.seq,
@@ -519,6 +524,7 @@ def _write_summary(conn: apsw.Connection, row: _SummaryRow, now: int, counts: Im
         _UPSERT_SESSION,
         {
             "session_id": row.session_id,
+            "unindexed": 0,
             "summary": row.summary,
             "has_summary": 1 if row.summary else 0,
             "last_seq": row.archived_seq,

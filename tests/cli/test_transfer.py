@@ -277,6 +277,22 @@ def test_import_never_renumbers_or_overwrites_messages(
     assert [m.content for m in target.history.get_all("s")] == ["already here"]
 
 
+def test_messages_imported_with_search_off_are_indexed_on_the_next_open(
+    open_fresh: Callable[[str], sqlmem.MemoryDB], tmp_path: Path
+) -> None:
+    """Import writes messages with its own SQL: it must flag their session as the store's
+    append does (sessions.unindexed), or they would never enter the FTS index."""
+    source = open_fresh("a.db")
+    source.history.append("s", Message(role="user", content="hello wombat"))
+    path = tmp_path / "off.db"
+    with sqlmem.open(path, sqlmem.StoreConfig(history_search=False)) as off:
+        assert import_records(off, export_records(source)).messages == 1
+    with sqlmem.open(path) as on:
+        assert [m.content for m in on.history.search("wombat")] == ["hello wombat"]
+        with on._engine.read() as conn:
+            assert conn.execute("SELECT count(*) FROM sessions WHERE unindexed").get == 0
+
+
 def test_an_older_fact_never_replaces_a_newer_one(
     open_fresh: Callable[[str], sqlmem.MemoryDB],
 ) -> None:

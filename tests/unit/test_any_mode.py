@@ -1,6 +1,6 @@
 """Mode "any": exact on small stores, the rare/common shortcut on large ones.
 
-The shortcut (sqlmem.facts_any) only runs on stores of at least EXACT_BELOW facts; the
+The shortcut (sqlmem.fts_any) only runs on stores of at least EXACT_BELOW facts; the
 tests lower that threshold so a few thousand facts stand in for a large store.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 import sqlmem
-from sqlmem import Fact, facts_any
+from sqlmem import Fact, facts_sql, fts_any
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 
@@ -58,12 +58,12 @@ def test_small_store_is_exact(open_db: OpenDB) -> None:
 def test_shortcut_puts_rare_word_facts_first(
     large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(facts_any, "EXACT_BELOW", 1000)
+    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
     ran: list[str] = []
-    real_run = facts_any._run
-    monkeypatch.setattr(facts_any, "_run", lambda c, t, p: ran.append(t) or real_run(c, t, p))
+    real_run = fts_any._run
+    monkeypatch.setattr(fts_any, "_run", lambda c, t, p: ran.append(t) or real_run(c, t, p))
     got = large.facts.search("the zebra", 10)
-    assert ran == [facts_any.sql.SEARCH_ANY_SPLIT]  # the shortcut, no fallback
+    assert ran == [facts_sql.ANY.split]  # the shortcut, no fallback
     assert len(got) == 10
     assert all("zebra" in f.content for f in got)  # all 12 zebra facts outrank 'the' only
     exact = dict(_exact(large, ["the", "zebra"], 3000))
@@ -75,7 +75,7 @@ def test_shortcut_puts_rare_word_facts_first(
 def test_shortcut_falls_back_to_exact_when_rare_words_are_too_few(
     large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(facts_any, "EXACT_BELOW", 1000)
+    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
     got = [(f.id, f.score) for f in large.facts.search("quokka the", 10)]
     assert got == _exact(large, ["quokka", "the"], 10)  # 5 quokka facts < 10: exact OR
 
@@ -83,15 +83,15 @@ def test_shortcut_falls_back_to_exact_when_rare_words_are_too_few(
 def test_rare_only_and_single_word_queries_are_exact(
     large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(facts_any, "EXACT_BELOW", 1000)
+    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
     for words in (["zebra", "quokka"], ["the"], ["zebra"]):
         got = [f.score for f in large.facts.search(" ".join(words), 10)]
         assert got == pytest.approx([s for _, s in _exact(large, words, 10)], rel=1e-9)
 
 
 def test_common_words_only_use_and(large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(facts_any, "EXACT_BELOW", 1000)
-    monkeypatch.setattr(facts_any, "RARE_SHARE", 0.001)  # w-words (~5% each) are common
+    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
+    monkeypatch.setattr(fts_any, "RARE_SHARE", 0.001)  # w-words (~5% each) are common
     got = large.facts.search("the w1", 10)
     assert len(got) == 10
     assert all({"the", "w1"} <= set(f.content.split()) for f in got)
@@ -100,14 +100,14 @@ def test_common_words_only_use_and(large: sqlmem.MemoryDB, monkeypatch: pytest.M
 def test_filters_keep_the_exact_path(
     large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(facts_any, "EXACT_BELOW", 1000)
+    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
     got = large.facts.search("the quokka", 10, source="")
     assert [f.id for f in got] == [i for i, _ in _exact(large, ["the", "quokka"], 10)]
 
 
 def test_row_count_comes_from_the_fts_averages(large: sqlmem.MemoryDB) -> None:
     with large._engine.read() as conn:
-        assert facts_any.fts_row_count(conn) == 3000
+        assert fts_any.fts_row_count(conn, facts_sql.ANY) == 3000
     large.facts.delete("f0000")
     with large._engine.read() as conn:
-        assert facts_any.fts_row_count(conn) == 2999
+        assert fts_any.fts_row_count(conn, facts_sql.ANY) == 2999

@@ -78,7 +78,7 @@ def test_a_forked_child_uses_its_own_connections(
 ) -> None:
     """Regression: a child forked while another thread held the writer inherited the held
     lock (its first write failed as busy) and the parent's SQLite connections."""
-    db = open_db(busy_timeout_ms=500)
+    db = open_db()  # the child waits for the parent thread's transaction to end
     db.history.append("s", Message(role="user", content="from the parent"))
     holding, release = threading.Event(), threading.Event()
 

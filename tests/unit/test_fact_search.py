@@ -86,6 +86,41 @@ def test_repeated_tags_on_update(engine: Engine, store: SQLiteFactStore) -> None
         assert conn.execute("SELECT count(*) FROM fact_tags").fetchall()[0][0] == 2
 
 
+def test_tag_rows_for_every_tag_count(engine: Engine, store: SQLiteFactStore) -> None:
+    """The insert triggers are split by tag count (none / one / several, see the schema):
+    each path must leave exactly the distinct tags in fact_tags, through the store and
+    through a plain SQLite client inserting rows itself."""
+    cases = {
+        "none": [],
+        "one": ["solo"],
+        "odd": ['"quoted", 1'],
+        "dup": ["d", "d"],
+        "many": ["x", "y", "x", "z"],
+    }
+    store.index(Fact(id="single", content="c", tags=["only"]))
+    store.index_many([Fact(id=i, content="c", tags=t) for i, t in cases.items()])
+    conn = sqlite3.connect(engine.path)
+    try:
+        with conn:
+            conn.execute(
+                "INSERT INTO facts(id, content, tags, created_at, updated_at)"
+                " VALUES ('stdlib', 'c', '[\"s\"]', 0, 0)"
+            )
+    finally:
+        conn.close()
+    with engine.read() as rconn:
+        rows = rconn.execute(
+            "SELECT f.id, t.tag FROM fact_tags AS t JOIN facts AS f ON f.pk = t.fact_pk"
+        ).fetchall()
+    got: dict[str, set[str]] = {}
+    for fact_id, tag in rows:
+        got.setdefault(fact_id, set()).add(tag)
+    assert len(rows) == sum(len(v) for v in got.values())  # no duplicate rows
+    want = {i: set(t) for i, t in cases.items() if t}
+    want.update(single={"only"}, stdlib={"s"})
+    assert got == want
+
+
 def test_delete_purges_index_and_tags(engine: Engine, store: SQLiteFactStore) -> None:
     store.index_many([Fact(id=f"f{i}", content=f"word{i} shared", tags=["t"]) for i in range(50)])
     assert store.delete_many([f"f{i}" for i in range(0, 50, 2)]) == 25
@@ -221,7 +256,8 @@ def test_search_plans_are_fts_driven(
     big: tuple[Engine, SQLiteFactStore], names: tuple[str, ...], analyzed: bool
 ) -> None:
     """With or without filters, and with planner statistics or not: FTS5 drives the
-    query and consumes ORDER BY rank (no sorter), facts rows are primary-key lookups."""
+    query, facts rows are primary-key lookups. With filters FTS5 consumes ORDER BY rank
+    (no sorter); without, bm25() is sorted inside the FTS subquery (see the next test)."""
     engine, store = big
     if analyzed:
         with engine.write() as conn:
@@ -234,7 +270,8 @@ def test_search_plans_are_fts_driven(
     assert scans[0].startswith("SCAN facts_fts VIRTUAL TABLE"), lines
     assert "SEARCH f USING INTEGER PRIMARY KEY (rowid=?)" in lines, lines
     assert not any(line == "SCAN f" or line.startswith("SCAN f ") for line in lines), lines
-    assert not any("TEMP B-TREE" in line for line in lines), lines
+    if names:  # filtered: FTS5 delivers rank order (unfiltered: the sorter, pinned below)
+        assert not any("TEMP B-TREE" in line for line in lines), lines
     if "tags" in names:
         assert any("fact_tags_fact" in line for line in lines), lines
     # And the results really are the best of what passes the filters.
@@ -251,12 +288,26 @@ def test_search_plans_are_fts_driven(
 
 
 def test_no_filter_plan_limits_inside_fts(big: tuple[Engine, SQLiteFactStore]) -> None:
+    """Unfiltered search sorts the matches by bm25() in SQLite's sorter inside the FTS
+    subquery (LIMIT there too), then reads the top_k facts rows by primary key.
+
+    bm25() in the sorter rather than FTS5's `ORDER BY rank`: measured on 100,000 facts
+    (1,000 queries, 3 alternating runs), p50 ~695 vs ~1,060 µs for ORed words (1.5x) and
+    ~95 vs ~107 µs for ANDed words (1.1x); FTS5's sorted mode prepares and runs an inner
+    statement per query. The benchmark's raw baseline uses the same shape.
+    """
     engine, _ = big
     text = facts_sql.search_sql(make_filters().key)
-    assert "ORDER BY rank LIMIT :limit" in text
+    assert text is facts_sql.ANY.bm25  # one statement for the exact and shortcut paths
+    assert "ORDER BY score LIMIT :limit" in text and "rank" not in text
     lines = plan(engine, text, {"query": '"w1"', "limit": 10})
-    assert lines[0] == "CO-ROUTINE r", lines
-    assert lines[1].startswith("SCAN facts_fts VIRTUAL TABLE"), lines
+    assert lines == [
+        "CO-ROUTINE r",
+        "SCAN facts_fts VIRTUAL TABLE INDEX 0:M1",
+        "USE TEMP B-TREE FOR ORDER BY",  # the sorter keeps the best :limit (inside r)
+        "SCAN r",
+        "SEARCH f USING INTEGER PRIMARY KEY (rowid=?)",
+    ], lines
 
 
 def test_sql_texts_are_constant() -> None:
