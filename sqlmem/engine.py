@@ -32,7 +32,7 @@ import apsw
 from .config import StoreConfig
 from .connection import check_is_database, connect, require_fts5, set_wal
 from .errors import SqlmemError, StoreClosedError, map_apsw_error, translate_errors
-from .migrations import apply_migrations, refuse_foreign_files
+from .migrations import apply_migrations, read_fts_tokenizer, refuse_foreign_files
 from .writer import ReaderPool, Writer
 
 __all__ = ["Engine", "OpenHook"]
@@ -48,6 +48,8 @@ class Engine:
     def __init__(self, path: Path, config: StoreConfig, hooks: Sequence[OpenHook] = ()) -> None:
         self.path = path
         self.config = config
+        #: The FTS tokenizer of the file (read at open; the config's only for new files).
+        self.tokenizer = config.tokenizer
         self._hooks = tuple(hooks)
         #: Monotonic time of the last read or write, for least-recently-used eviction.
         self.last_used = time.monotonic()
@@ -79,6 +81,8 @@ class Engine:
             set_wal(conn, self.path, self.config)
             require_fts5(conn, self.path)
             apply_migrations(conn, self.path, self.config.tokenizer)
+            with translate_errors(str(self.path)):
+                self.tokenizer = read_fts_tokenizer(conn) or self.config.tokenizer
             writer = Writer(conn, self.path, self.config.busy_timeout_ms)
             if self._hooks:
                 with writer.transaction() as tx:

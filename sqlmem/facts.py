@@ -50,7 +50,6 @@ from typing import Any
 import apsw
 
 from . import facts_sql as sql
-from .config import DEFAULT_TOKENIZER
 from .engine import Engine
 from .errors import FactNotFoundError, InvalidArgumentError, InvalidQueryError
 from .filters import (
@@ -71,7 +70,6 @@ from .records import Fact, build_fact, dumps_json, now_ms
 
 __all__ = ["SQLiteFactStore", "compile_query"]
 
-_TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -92,7 +90,6 @@ class SQLiteFactStore:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._compiler: QueryCompiler | None = None
         self._any = AnyShortcut(sql.ANY)
 
     def __repr__(self) -> str:
@@ -273,19 +270,8 @@ class SQLiteFactStore:
     # -- helpers ------------------------------------------------------------------------
 
     def _query_compiler(self) -> QueryCompiler:
-        """The compiler for the tokenizer facts_fts was created with.
-
-        StoreConfig.tokenizer only applies when a file is created; a file made with
-        another tokenizer must be queried with its own, or words it indexes could be
-        dropped from queries (and vice versa).
-        """
-        if self._compiler is None:
-            with self._engine.read() as conn:
-                rows: list[Any] = conn.execute(sql.TOKENIZER).fetchall()
-            found = _TOKENIZE.search(rows[0][0]) if rows else None
-            spec = found.group(1) if found else self._engine.config.tokenizer
-            self._compiler = compiler_for(" ".join(spec.split()) or DEFAULT_TOKENIZER)
-        return self._compiler
+        """The compiler for the tokenizer the file's FTS tables were created with."""
+        return compiler_for(self._engine.tokenizer)
 
 
 def _scored(row: Any) -> Fact:

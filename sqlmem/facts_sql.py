@@ -31,7 +31,6 @@ __all__ = [
     "DELETE_ONE",
     "SELECT_BY_ID",
     "TAGS",
-    "TOKENIZER",
     "UPSERT_CHUNK",
     "list_sql",
     "search_sql",
@@ -47,8 +46,6 @@ DELETE_ONE = "DELETE FROM facts WHERE id = ?"
 DELETE_MANY = "DELETE FROM facts WHERE id IN (SELECT value FROM json_each(?))"
 TAGS = "SELECT tag, count(*) FROM fact_tags GROUP BY tag ORDER BY tag"
 CATEGORIES = "SELECT DISTINCT category FROM facts WHERE category <> '' ORDER BY category"
-# The tokenizer the FTS table was created with (the config may name another later).
-TOKENIZER = "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'facts_fts'"
 
 #: Rows per multi-row upsert: 9 parameters each, far below SQLite's 32766 limit, large
 #: enough that FTS5 flushes its pending terms rarely (it flushes once per statement).

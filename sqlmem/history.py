@@ -400,7 +400,7 @@ class SQLiteHistoryStore:
             check_session_id(session_id)
         if check_count(top_k, "top_k") <= 0:
             return []
-        compiler = compiler_for(self._config.tokenizer)
+        compiler = compiler_for(self._engine.tokenizer)
         match = compiler.match(query, "any")
         if match is None:
             return []

@@ -28,7 +28,14 @@ from .errors import (
 )
 from .records import now_ms
 
-__all__ = ["Migration", "apply_migrations", "latest_version", "load_migrations", "migrations_dir"]
+__all__ = [
+    "Migration",
+    "apply_migrations",
+    "latest_version",
+    "load_migrations",
+    "migrations_dir",
+    "read_fts_tokenizer",
+]
 
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
@@ -129,6 +136,18 @@ def refuse_foreign_files(conn: apsw.Connection, path: Path) -> None:
             f"{path}: schema version {version} is newer than this sqlmem knows "
             f"(latest {len(plan)}); upgrade sqlmem to open it"
         )
+
+
+_FTS_SQL = "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'facts_fts'"
+_TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
+
+
+def read_fts_tokenizer(conn: apsw.Connection) -> str | None:
+    """The tokenizer the file's FTS tables were created with (StoreConfig.tokenizer only
+    applies to new files; an existing file must be queried with its own)."""
+    rows = conn.execute(_FTS_SQL).fetchall()
+    found = _TOKENIZE.search(str(rows[0][0])) if rows else None
+    return " ".join(found.group(1).split()) if found else None
 
 
 def apply_migrations(conn: apsw.Connection, path: Path, tokenizer: str) -> int:

@@ -177,3 +177,16 @@ def test_a_write_waits_at_most_the_busy_timeout_in_all(
         other.close()
     assert 0.9 <= elapsed < 1.4, elapsed  # about 1.0 s; it was about 1.6 s
     db.facts.index(Fact(content="works again"))
+
+
+def test_both_stores_query_with_the_tokenizer_the_file_was_made_with(db_path: Path) -> None:
+    """Regression: facts used the file's tokenizer, history the config's; reopening a
+    default file with tokenizer='trigram' found 'go' in facts but not in history."""
+    with sqlmem.open(db_path) as db:
+        db.facts.index(Fact(content="we go running"))
+        db.history.append("s", Message(role="user", content="we go running"))
+    with sqlmem.open(db_path, sqlmem.StoreConfig(tokenizer="trigram")) as db:
+        assert db._engine.tokenizer == sqlmem.StoreConfig().tokenizer
+        assert len(db.facts.search("go")) == 1
+        assert len(db.history.search("go")) == 1
+        assert len(db.history.search("runs")) == 1  # porter stemming, as created
