@@ -39,9 +39,11 @@ __all__ = ["Engine", "OpenHook"]
 
 _log = logging.getLogger("sqlmem")
 
-#: Work run in the writer's first transaction after every (re)open, e.g. indexing
-#: messages stored while history search was off.
-OpenHook = Callable[[apsw.Connection, StoreConfig], None]
+#: Work run with the writer after every (re)open, before anyone else can use it, e.g.
+#: indexing messages stored while history search was off. A hook reads first and opens a
+#: write transaction (`writer.transaction()`) only when it has work: opening a file must
+#: not take the write lock for nothing (a person inspecting a live agent's memory).
+OpenHook = Callable[[Writer, StoreConfig], None]
 
 
 class Engine:
@@ -84,10 +86,9 @@ class Engine:
             with translate_errors(str(self.path)):
                 self.tokenizer = read_fts_tokenizer(conn) or self.config.tokenizer
             writer = Writer(conn, self.path, self.config.busy_timeout_ms)
-            if self._hooks:
-                with writer.transaction() as tx:
-                    for hook in self._hooks:
-                        hook(tx, self.config)
+            with translate_errors(str(self.path)):
+                for hook in self._hooks:
+                    hook(writer, self.config)
         except BaseException:
             conn.close()
             raise

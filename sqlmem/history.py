@@ -49,6 +49,7 @@ from .records import (
     message_from_values,
     now_ms,
 )
+from .writer import Writer
 
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
@@ -155,13 +156,16 @@ def encode_metadata(metadata: dict[str, Any], name: str = "message.metadata") ->
 # -- the open hook ----------------------------------------------------------------------------
 
 
-def index_unsearchable_messages(conn: apsw.Connection, config: StoreConfig) -> None:
+def index_unsearchable_messages(writer: Writer, config: StoreConfig) -> None:
     """Index messages stored while history search was off, now that it is on (open hook).
 
     Appends with search off flag their session (`sessions.unindexed`) instead of keeping
-    an index of unindexed messages, which cost a page write per append.
+    an index of unindexed messages, which cost a page write per append. The flag is read
+    outside a transaction first, so an open with nothing to do never takes the write lock.
     """
-    if config.history_search and conn.execute(sql.ANY_UNINDEXED).fetchall():
+    if not config.history_search or not writer.connection.execute(sql.ANY_UNINDEXED).fetchall():
+        return
+    with writer.transaction() as conn:
         conn.execute(sql.INDEX_UNSEARCHABLE)
         conn.execute(sql.CLEAR_UNINDEXED)
 

@@ -190,3 +190,18 @@ def test_both_stores_query_with_the_tokenizer_the_file_was_made_with(db_path: Pa
         assert len(db.facts.search("go")) == 1
         assert len(db.history.search("go")) == 1
         assert len(db.history.search("runs")) == 1  # porter stemming, as created
+
+
+def test_opening_a_migrated_file_takes_no_write_lock(db_path: Path) -> None:
+    """Regression: every open ran its hooks inside BEGIN IMMEDIATE, so reading a live
+    agent's memory (`sqlmem search ...`) waited for, or failed on, the agent's writes."""
+    with sqlmem.open(db_path) as db:
+        db.facts.index(Fact(content="still readable"))
+    other = apsw.Connection(str(db_path))
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with sqlmem.open(db_path, sqlmem.StoreConfig(busy_timeout_ms=50)) as db:
+            assert [f.content for f in db.facts.search("readable")] == ["still readable"]
+    finally:
+        other.execute("ROLLBACK")
+        other.close()

@@ -128,15 +128,20 @@ def test_open_hook_visits_only_flagged_sessions(open_store: OpenStore) -> None:
     assert _plan(store, sql.ANY_UNINDEXED, ()) == ["SCAN sessions"]
     plan = _plan(store, sql.INDEX_UNSEARCHABLE, ())
     assert plan[0] == "SEARCH messages USING INDEX sqlite_autoindex_messages_1 (session=?)"
-    with engine_of(store).write() as conn:
+    engine = engine_of(store)
+    with engine.write() as conn:
         conn.execute("ANALYZE")  # one big session: the planner may now scan messages
-        seen: list[str] = []
-        conn.exec_trace = lambda _cursor, text, _args: seen.append(text) or True
-        try:
-            index_unsearchable_messages(conn, StoreConfig())
-        finally:
-            conn.exec_trace = None
-    assert seen == [sql.ANY_UNINDEXED], seen  # nothing pending: no message is read
+    writer = engine._writer
+    assert writer is not None
+    conn = writer.connection
+    seen: list[str] = []
+    conn.exec_trace = lambda _cursor, text, _args: seen.append(text) or True
+    try:
+        index_unsearchable_messages(writer, StoreConfig())
+    finally:
+        conn.exec_trace = None
+    # Nothing pending: no message is read and no write transaction is begun.
+    assert seen == [sql.ANY_UNINDEXED], seen
 
 
 def test_appends_with_search_off_write_no_index_but_the_unique_one(
