@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import DEFAULT_TOKENIZER
+from .config import StoreConfig
 from .errors import FactNotFoundError, InvalidArgumentError
 from .filters import (
     FactRow,
@@ -101,8 +101,11 @@ class _Doc:
 class InMemoryFactStore:
     """`FactStore` held in a dict; same protocol and semantics as `SQLiteFactStore`."""
 
-    def __init__(self, tokenizer: str = DEFAULT_TOKENIZER) -> None:
-        self._compiler: QueryCompiler = compiler_for(tokenizer)
+    def __init__(self, config: StoreConfig | None = None) -> None:
+        """Only `config.tokenizer` matters here; the other settings concern files."""
+        if config is not None and not isinstance(config, StoreConfig):
+            raise InvalidArgumentError("config must be a StoreConfig")
+        self._compiler: QueryCompiler = compiler_for((config or StoreConfig()).tokenizer)
         self._docs: dict[str, _Doc] = {}
         self._next_pk = 1
         self._total_tokens = 0

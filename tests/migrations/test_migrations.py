@@ -190,3 +190,16 @@ def test_concurrent_first_open_from_processes(tmp_path: Path) -> None:
         with sqlmem.open(path) as db:
             contents = sorted(m.content for m in db.history.get_all("s"))
         assert contents == [f"proc{i}" for i in range(4)]
+
+
+#: sha256 of every migration as released. A released migration must never change (files in
+#: users' hands recorded these); schema changes go into a new NNNN_slug.sql instead.
+RELEASED = {
+    1: "18db31b2253de0bac4d9be8a82736f51819b448b9e7652d7ef9fb6b417806c37",
+}
+
+
+def test_released_migrations_never_change() -> None:
+    plan = {m.version: m.sha256 for m in load_migrations()}
+    for version, sha256 in RELEASED.items():
+        assert plan[version] == sha256, f"migration {version} was edited after release"

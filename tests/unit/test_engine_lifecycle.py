@@ -205,3 +205,15 @@ def test_opening_a_migrated_file_takes_no_write_lock(db_path: Path) -> None:
     finally:
         other.execute("ROLLBACK")
         other.close()
+
+
+def test_in_memory_twins_take_a_store_config_alike() -> None:
+    """Regression: InMemoryFactStore took a bare tokenizer string and leaked apsw errors."""
+    config = sqlmem.StoreConfig(tokenizer="unicode61")
+    facts = sqlmem.InMemoryFactStore(config)
+    facts.index(Fact(content="running shoes"))
+    assert facts.search("running") and not facts.search("run")  # no stemming
+    assert sqlmem.InMemoryHistoryStore(config)
+    for bad in ("nonsense", 5):
+        with pytest.raises(sqlmem.InvalidArgumentError, match="config"):
+            sqlmem.InMemoryFactStore(bad)  # type: ignore[arg-type]
