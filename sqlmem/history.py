@@ -37,6 +37,7 @@ from . import history_sql as sql
 from .config import StoreConfig
 from .engine import Engine
 from .errors import InvalidArgumentError
+from .filters import check_limit
 from .fts_any import AnyShortcut
 from .query import compiler_for, segment
 from .records import (
@@ -102,10 +103,8 @@ def check_text(value: Any, name: str) -> str:
 
 
 def check_count(value: Any, name: str) -> int:
-    """An int (bools are refused: `get_recent(s, True)` is a bug, not a request for 1)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidArgumentError(f"{name} must be an int, not {type(value).__name__}")
-    return value
+    """The same rule as fact search limits: any integer type (numpy's too), never a bool."""
+    return check_limit(value, name)
 
 
 def check_message(message: Any, name: str = "message") -> Message:

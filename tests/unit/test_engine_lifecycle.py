@@ -217,3 +217,17 @@ def test_in_memory_twins_take_a_store_config_alike() -> None:
     for bad in ("nonsense", 5):
         with pytest.raises(sqlmem.InvalidArgumentError, match="config"):
             sqlmem.InMemoryFactStore(bad)  # type: ignore[arg-type]
+
+
+def test_history_and_facts_accept_the_same_integer_types(db: sqlmem.MemoryDB) -> None:
+    """Regression: facts.search took numpy integers, history refused them."""
+    import numpy as np
+
+    db.history.append_many("s", [Message(role="user", content=f"note {i}") for i in range(5)])
+    db.facts.index(Fact(content="a note"))
+    assert len(db.history.get_recent("s", np.int64(3))) == 3
+    assert len(db.history.search("note", top_k=np.int32(2))) == 2
+    assert len(db.facts.search("note", np.int64(1))) == 1
+    for call in (lambda: db.history.get_recent("s", True), lambda: db.facts.search("x", True)):
+        with pytest.raises(sqlmem.InvalidArgumentError):
+            call()
