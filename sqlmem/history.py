@@ -325,7 +325,8 @@ class SQLiteHistoryStore:
         same side. Returns how many messages were archived.
         """
         check_session_id(session_id)
-        if check_count(keep_last, "keep_last") < 0:
+        keep_last = check_count(keep_last, "keep_last")
+        if keep_last < 0:
             raise InvalidArgumentError(f"keep_last must be >= 0, got {keep_last}")
         if summary is not None:
             check_text(summary, "summary")
@@ -352,7 +353,8 @@ class SQLiteHistoryStore:
         """The last `n` active messages, oldest first, never starting with an orphaned
         tool result."""
         check_session_id(session_id)
-        if check_count(n, "n") <= 0:
+        n = check_count(n, "n")
+        if n <= 0:
             return []
         with self._engine.read() as conn:
             rows = conn.execute(sql.SELECT_RECENT, (session_id, min(n, _MAX_LIMIT))).fetchall()
@@ -401,7 +403,8 @@ class SQLiteHistoryStore:
             raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
         if session_id is not None:
             check_session_id(session_id)
-        if check_count(top_k, "top_k") <= 0:
+        top_k = check_count(top_k, "top_k")
+        if top_k <= 0:
             return []
         compiler = compiler_for(self._engine.tokenizer)
         match = compiler.match(query, "any")

@@ -112,7 +112,8 @@ class InMemoryHistoryStore:
 
     def compact(self, session_id: str, keep_last: int, summary: str | None = None) -> int:
         check_session_id(session_id)
-        if check_count(keep_last, "keep_last") < 0:
+        keep_last = check_count(keep_last, "keep_last")
+        if keep_last < 0:
             raise InvalidArgumentError(f"keep_last must be >= 0, got {keep_last}")
         if summary is not None:
             check_text(summary, "summary")
@@ -135,7 +136,8 @@ class InMemoryHistoryStore:
 
     def get_recent(self, session_id: str, n: int) -> list[Message]:
         check_session_id(session_id)
-        if check_count(n, "n") <= 0:
+        n = check_count(n, "n")
+        if n <= 0:
             return []
         with self._lock:
             session = self._sessions.get(session_id)
@@ -185,7 +187,8 @@ class InMemoryHistoryStore:
             raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
         if session_id is not None:
             check_session_id(session_id)
-        if check_count(top_k, "top_k") <= 0:
+        top_k = check_count(top_k, "top_k")
+        if top_k <= 0:
             return []
         terms = [t.tokens for t in self._compiler.terms(query)]
         if not terms:
