@@ -167,6 +167,14 @@ def check_limit(value: object, what: str) -> int:
     return min(number, 2**62)
 
 
+def check_page(limit: object, offset: object) -> tuple[int, int]:
+    """`list()`'s paging arguments, checked alike by every FactStore."""
+    limit, offset = check_limit(limit, "limit"), check_limit(offset, "offset")
+    if offset < 0:
+        raise InvalidArgumentError("offset must be >= 0")
+    return limit, offset
+
+
 # -- filters ----------------------------------------------------------------------------
 
 

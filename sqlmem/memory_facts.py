@@ -38,6 +38,7 @@ from .filters import (
     FactRow,
     Filters,
     check_limit,
+    check_page,
     check_query,
     is_fact_id,
     make_filters,
@@ -274,9 +275,7 @@ class InMemoryFactStore:
         offset: int = 0,
     ) -> list[Fact]:
         filters = make_filters(tags, category, source, since, until)
-        limit, offset = check_limit(limit, "limit"), check_limit(offset, "offset")
-        if offset < 0:
-            raise InvalidArgumentError("offset must be >= 0")
+        limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []
         with self._lock:
