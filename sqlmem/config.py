@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Literal
 
 import apsw
@@ -58,10 +59,20 @@ class StoreConfig(BaseModel):
             raise ValueError(f"must start with one of {', '.join(_BUILTIN_TOKENIZERS)}")
         if any(not w.replace("_", "").isalnum() for w in words):
             raise ValueError("only letters, digits and '_' are allowed in tokenizer arguments")
-        try:  # build it once, so bad arguments fail here rather than at the first search
-            apsw.Connection(":memory:").fts5_tokenizer(words[0], words[1:])
-        except apsw.Error:
+        spec = " ".join(words)
+        if not _sqlite_accepts(spec):  # fail here rather than at the first search
             raise ValueError(
                 f"SQLite refuses tokenizer {value!r} (unknown tokenizer or bad arguments)"
-            ) from None
-        return " ".join(words)
+            )
+        return spec
+
+
+@cache
+def _sqlite_accepts(spec: str) -> bool:
+    """Build the tokenizer once per spec (every StoreConfig() validates its tokenizer)."""
+    words = spec.split()
+    try:
+        apsw.Connection(":memory:").fts5_tokenizer(words[0], words[1:])
+    except apsw.Error:
+        return False
+    return True

@@ -23,7 +23,6 @@ __all__ = [
     "Role",
     "ToolCall",
     "build_fact",
-    "build_message",
     "build_tool_call",
     "check_category",
     "dt_from_ms",
@@ -245,37 +244,6 @@ def message_from_values(values: dict[str, Any]) -> Message:
     return record
 
 
-def build_message(
-    role: str,
-    content: str,
-    name: str,
-    tool_call_id: str,
-    tool_calls: list[ToolCall],
-    is_error: bool,
-    metadata: dict[str, Any],
-    created_at: datetime | None,
-    seq: int | None,
-    session_id: str | None,
-    score: float | None = None,
-) -> Message:
-    """A Message from trusted values (read back from the database), without validation."""
-    return message_from_values(
-        {
-            "role": role,
-            "content": content,
-            "name": name,
-            "tool_call_id": tool_call_id,
-            "tool_calls": tool_calls,
-            "is_error": is_error,
-            "metadata": metadata,
-            "created_at": created_at,
-            "seq": seq,
-            "session_id": session_id,
-            "score": score,
-        }
-    )
-
-
 def build_tool_call(id: str, name: str, arguments: str) -> ToolCall:
     return _unvalidated(  # type: ignore[no-any-return]
         ToolCall, _TOOL_CALL_FIELDS, {"id": id, "name": name, "arguments": arguments}
@@ -339,7 +307,21 @@ def _construct_ok() -> bool:
     try:
         fact = build_fact("i", "c", "s", "a/b", '["t"]', '{"k":1}', 1, 2, 0.5)
         call = build_tool_call("x", "f", "{}")
-        message = build_message("tool", "c", "n", "x", [call], True, {"k": [1]}, None, 3, "s")
+        message = message_from_values(
+            {
+                "role": "tool",
+                "content": "c",
+                "name": "n",
+                "tool_call_id": "x",
+                "tool_calls": [call],
+                "is_error": True,
+                "metadata": {"k": [1]},
+                "created_at": None,
+                "seq": 3,
+                "session_id": "s",
+                "score": None,
+            }
+        )
         pairs = [
             (fact, Fact.model_construct(**fact.__dict__)),
             (call, ToolCall.model_construct(**call.__dict__)),

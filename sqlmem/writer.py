@@ -78,8 +78,7 @@ class Writer:
     @contextmanager
     def exclusive(self) -> Iterator[apsw.Connection]:
         """The connection with the writer lock held but no transaction (VACUUM, checkpoints)."""
-        if not self._lock.acquire(timeout=self._timeout):
-            raise StorageBusyError(f"{self._path}: database is busy (writer held too long)")
+        self._acquire()
         try:
             if self._depth:
                 raise RuntimeError("maintenance cannot run inside a write transaction")
