@@ -74,13 +74,17 @@ def latency_rounds(
     for r in range(rounds):
         chunk = range(bounds[r], bounds[r + 1])
         for name in _rotate(names, r):
-            fn, out, keep = variants[name], samples[name], kept[name]
+            fn, out = variants[name], samples[name]
+            # Results are kept only when asked for: thousands of live result lists would
+            # make the garbage collector's walks part of every later call's time.
+            keep = kept[name] if collect is not None else None
             for i in chunk:
                 arg = inputs[i]
                 start = perf_counter_ns()
                 result = fn(arg)
                 out.append((perf_counter_ns() - start) / 1000)
-                keep[i] = result
+                if keep is not None:
+                    keep[i] = result
     if collect is not None:
         collect.update(kept)
     return samples

@@ -46,13 +46,17 @@ def match_expr(query: str, joiner: str) -> str | None:
 
 HISTORY_SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
-    pk         INTEGER PRIMARY KEY,
-    session_id TEXT    NOT NULL,
-    seq        INTEGER NOT NULL,
-    role       TEXT    NOT NULL,
-    content    TEXT    NOT NULL,
-    metadata   TEXT    NOT NULL DEFAULT '{}',
-    created_at INTEGER NOT NULL,
+    pk           INTEGER PRIMARY KEY,
+    session_id   TEXT    NOT NULL,
+    seq          INTEGER NOT NULL,
+    role         TEXT    NOT NULL,
+    content      TEXT    NOT NULL,
+    name         TEXT    NOT NULL DEFAULT '',
+    tool_call_id TEXT    NOT NULL DEFAULT '',
+    tool_calls   TEXT    NOT NULL DEFAULT '[]',
+    is_error     INTEGER NOT NULL DEFAULT 0,
+    metadata     TEXT    NOT NULL DEFAULT '{}',
+    created_at   INTEGER NOT NULL,
     UNIQUE (session_id, seq)
 );
 """
@@ -75,8 +79,10 @@ NEXT_SEQ = "SELECT coalesce(max(seq), 0) FROM messages WHERE session_id = ?"
 _ROW = "(?,?,?,?,?)"
 INSERT_HEAD = "INSERT INTO messages(session_id, seq, role, content, created_at) VALUES "
 
+# Every field a message has (as sqlmem returns them), not just role and content.
 RECENT = """
-SELECT seq, role, content, metadata, created_at FROM messages
+SELECT seq, role, content, name, tool_call_id, tool_calls, is_error, metadata, created_at
+FROM messages
 WHERE session_id = ? ORDER BY seq DESC LIMIT ?
 """
 

@@ -1,33 +1,37 @@
-"""Mode "any" on large FTS tables: near-exact OR ranking at a fraction of OR's cost.
+"""Mode "any" on large FTS tables: close to OR's ranking at close to AND's cost.
 
 Shared by the fact store (`search(mode="any")`) and the history store (`search`, which
 has "any" semantics); each passes its own SQL (`AnyQueries`, built by `any_queries`).
 
 Why: FTS5 scores every row that holds any query word, so one common word ("the" is in
 ~45% of rows) means scoring tens of thousands of rows to keep ten. On 100,000 facts the
-exact OR query costs ~8x an AND query at the median (~1.2 ms against ~0.15 ms).
+exact OR query costs ~7x an AND query at the median.
 
 What we do instead, only when it pays (`AnyShortcut.rows` returns None otherwise, and the
 caller runs its exact OR query):
 
 * Exact whenever it is cheap: tables under `EXACT_BELOW` rows (the in-memory twins and
-  the stateful agreement tests live there), one-word queries, queries without a common
-  word (all posting lists are short), and filtered searches (the callers: a filter may
-  keep only rows the shortcut would miss).
-* Words are split by document frequency: `rare` (in at most `RARE_SHARE` of the rows)
-  and `common`. df is counted once per word and cached per store; a stale df only
-  steers the split, it never changes a score.
-* Rare and common words: the split query computes the exact OR score of every row
-  holding a rare word, touching the common words' posting lists only to seek. Rows
-  holding only common words are left out: that is the approximation.
+  the stateful agreement tests live there), one-word queries (OR is AND), queries
+  without a common word (all posting lists are short), and filtered searches (the
+  callers: a filter may keep only rows the shortcut would miss).
+* Words are split by document frequency (df): `rare` (in at most `RARE_SHARE` of the
+  rows) and `common`. df is counted once per word and cached per store; a stale df only
+  steers the plan, it never changes a score.
+* Rare and common words: the candidates are the best `top_k` rows of the OR of the rare
+  words (scored on the rare words), plus, when at least `EXPECTED_AND` rows are expected
+  to hold every word (df product, as if words were independent), the best `top_k` rows
+  holding every word (the AND query; their score is the exact OR score). The common
+  words' long posting lists are never scored.
 * Common words only: the AND query (a row with every word has the same score as in OR,
   and usually outranks rows with fewer).
-* When the shortcut finds fewer than `top_k` rows, the exact OR query runs instead.
+* When that finds fewer than `top_k` rows, the exact OR query runs instead.
 
-Measured on the benchmark (W3, 100,000 facts, 1,000 queries; see benchmarks/README.md):
-top-10 agreement with exact OR 0.984, p50 ~3.8x raw AND (0.44x the exact OR query)
-instead of ~9x. The misses are rows made only of common words that outrank rows with a
-rare word. W5 measures the same on 100,000 messages.
+What it gives up: rows made only of common words, and the common words' share of the
+score of a row that holds some but not all of them (its score is then that of its rare
+words, so it may rank a little low). Measured on the benchmark (W3, 100,000 facts, 1,000
+queries of 1-3 words; see benchmarks/README.md): top-10 agreement with exact OR 0.95,
+p50 ~1.7x an AND query instead of ~6x. On 100,000 messages (W5, longer texts, where the
+common words weigh more) the agreement is 0.88.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from .query import Term, phrases
 
 __all__ = [
     "EXACT_BELOW",
+    "EXPECTED_AND",
     "RARE_SHARE",
     "AnyQueries",
     "AnyShortcut",
@@ -54,7 +59,9 @@ __all__ = [
 #: Below this many rows in the FTS table, "any" is always the exact OR query.
 EXACT_BELOW = 20_000
 #: A word in at most this share of the rows is rare.
-RARE_SHARE = 0.01
+RARE_SHARE = 0.001
+#: The AND query runs when at least this many rows are expected to hold every word.
+EXPECTED_AND = 1.0
 #: The df cache starts over when the table has grown or shrunk by this share since.
 _DRIFT = 0.1
 _MAX_CACHED = 16_384
@@ -66,8 +73,8 @@ class AnyQueries:
 
     averages: str  # FTS5's averages record (rowid 1 of the data table)
     phrase_docs: str  # rows holding one phrase (?)
+    capped_docs: str  # rows matching a query (?1), counted up to ?2
     bm25: str  # the best :limit rows for :query, by bm25()
-    split: str  # exact OR scores of the rows matching :rare, with :both (see any_queries)
 
 
 def any_queries(fts: str, outer: str) -> AnyQueries:
@@ -75,37 +82,22 @@ def any_queries(fts: str, outer: str) -> AnyQueries:
 
     `outer` is the caller's SELECT of its result columns with `{ranked}` where the
     ranked subquery goes; the subquery yields `pk` and `score` (bm25, lower is better),
-    at most :limit rows, best first.
+    at most :limit rows, best first. Result rows are whole (a row's columns identify
+    it), so two result lists merge in Python.
 
     The ranking is bm25() sorted by SQLite rather than `ORDER BY rank` consumed by FTS5:
     FTS5's sorted mode prepares and runs an inner statement per query, which measured
     ~1.5x slower (AND and OR) on 100,000 facts.
-
-    The split query gives exact OR scores of every row holding a rare word without
-    scoring the long posting lists of the common words: `both` is `(R) AND (C OR R)`,
-    which matches exactly the rows of `rare` (R), and its bm25 sums every phrase, the
-    rare ones twice (they appear twice, same idf, same tf), so bm25(both) - bm25(R) is
-    the bm25 of `R OR C`, the exact score.
     """
     bm25 = (
         f"SELECT rowid AS pk, bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH :query"
         " ORDER BY score LIMIT :limit"
     )
-    split = (
-        f"WITH rare_hits AS MATERIALIZED (SELECT rowid AS pk, bm25({fts}) AS score"
-        f" FROM {fts} WHERE {fts} MATCH :rare),"
-        f" both_hits AS MATERIALIZED (SELECT rowid AS pk, bm25({fts}) AS score"
-        f" FROM {fts} WHERE {fts} MATCH :both) "
-        + outer.format(
-            ranked="SELECT b.pk, b.score - r.score AS score FROM both_hits AS b"
-            " JOIN rare_hits AS r ON r.pk = b.pk ORDER BY score LIMIT :limit"
-        )
-    )
     return AnyQueries(
         averages=f"SELECT block FROM {fts}_data WHERE id = 1",
         phrase_docs=f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?",
+        capped_docs=f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ?1 LIMIT ?2)",
         bm25=outer.format(ranked=bm25),
-        split=split,
     )
 
 
@@ -142,42 +134,76 @@ class AnyShortcut:
 
     def rows(self, conn: apsw.Connection, terms: Sequence[Term], limit: int) -> list[Any] | None:
         """The result rows for a large table, or None: run the exact OR query."""
+        if len(terms) < 2:  # one word: OR is AND, the plain query is already cheap
+            return None
         q = self.queries
-        total = fts_row_count(conn, q) if terms else 0
+        total = fts_row_count(conn, q)
         if total < EXACT_BELOW:
             return None
-        any_word = phrases(terms, " OR ")
+        cutoff = total * RARE_SHARE
         rare: list[Term] = []
         common: list[Term] = []
-        if len(terms) > 1:
-            cutoff = total * RARE_SHARE
-            for term in terms:
-                df = self._doc_freq(conn, term.phrase, total)
-                (rare if df <= cutoff else common).append(term)
-        rows: list[Any] = []
-        if common and not rare:
-            rows = _run(conn, q.bm25, {"query": phrases(common, " AND "), "limit": limit})
-        elif common:
-            any_rare = phrases(rare, " OR ")
-            both = f"({any_rare}) AND ({phrases(common, ' OR ')} OR {any_rare})"
-            rows = _run(conn, q.split, {"rare": any_rare, "both": both, "limit": limit})
-        if len(rows) < limit:  # exact: no common word, or the shortcut found too few
-            rows = _run(conn, q.bm25, {"query": any_word, "limit": limit})
-        return rows
+        expected = float(total)  # rows holding every word, were the words independent
+        for term, df in zip(terms, self._doc_freqs(conn, terms, total, cutoff), strict=True):
+            expected *= df / total
+            (rare if df <= cutoff else common).append(term)
+        if not common:  # every posting list is short: exact OR is cheap
+            return None
+        every = {"query": phrases(terms, " AND "), "limit": limit}
+        if not rare:
+            rows = _run(conn, q.bm25, every)
+        else:
+            holding_all = _run(conn, q.bm25, every) if expected >= EXPECTED_AND else []
+            any_rare = _run(conn, q.bm25, {"query": phrases(rare, " OR "), "limit": limit})
+            rows = _merge(holding_all, any_rare, limit)
+        return rows if len(rows) >= limit else None
 
-    def _doc_freq(self, conn: apsw.Connection, phrase: str, total: int) -> int:
+    def _doc_freqs(
+        self, conn: apsw.Connection, terms: Sequence[Term], total: int, cutoff: float
+    ) -> list[int]:
+        """Each term's df, from the cache or counted (and cached).
+
+        Counting costs ~15 µs per word even for a rare one (an FTS5 cursor each), and a
+        query's rare words are mostly new to the cache. So words not cached are first
+        counted together: when the rows holding any of them are at most `cutoff`, each
+        is rare and that count is cached as its df (an upper bound: it only makes the
+        AND query run a little more often). Otherwise each is counted alone.
+        """
         with self._lock:
             if abs(total - self._df_rows) > _DRIFT * self._df_rows or len(self._df) > _MAX_CACHED:
                 self._df.clear()
                 self._df_rows = total
-            df = self._df.get(phrase)
-        if df is None:
-            found: Any = conn.execute(self.queries.phrase_docs, (f'"{phrase}"',)).fetchall()
-            df = int(found[0][0])
-            with self._lock:
-                self._df[phrase] = df
-        return df
+            dfs = [self._df.get(term.phrase) for term in terms]
+        unknown = [term for term, df in zip(terms, dfs, strict=True) if df is None]
+        counted = self._count(conn, unknown, cutoff) if unknown else {}
+        return [counted[t.phrase] if df is None else df for t, df in zip(terms, dfs, strict=True)]
+
+    def _count(self, conn: apsw.Connection, unknown: list[Term], cutoff: float) -> dict[str, int]:
+        counted: dict[str, int] = {}
+        if len(unknown) > 1:
+            cap = int(cutoff) + 1
+            found: Any = conn.execute(
+                self.queries.capped_docs, (phrases(unknown, " OR "), cap)
+            ).fetchall()
+            if int(found[0][0]) < cap:
+                counted = dict.fromkeys((term.phrase for term in unknown), int(found[0][0]))
+        for term in unknown:
+            if term.phrase not in counted:
+                found = conn.execute(self.queries.phrase_docs, (f'"{term.phrase}"',)).fetchall()
+                counted[term.phrase] = int(found[0][0])
+        with self._lock:
+            self._df.update(counted)
+        return counted
 
 
 def _run(conn: apsw.Connection, text: str, params: dict[str, Any]) -> list[Any]:
     return conn.execute(text, params).fetchall()
+
+
+def _merge(full: list[Any], partial: list[Any], limit: int) -> list[Any]:
+    """The best `limit` of two ranked result lists; a row in both keeps its `full` score
+    (every word counted: never worse than its rare words' score)."""
+    best: dict[tuple[Any, ...], Any] = {}
+    for row in full + partial:
+        best.setdefault(tuple(row[:-1]), row)
+    return sorted(best.values(), key=lambda row: row[-1])[:limit]

@@ -18,7 +18,8 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
 Search has mode "any" semantics (a message matches when it holds any query word). Like
 fact search, it is the exact OR query on histories under 20,000 messages, for queries
 without a common word and within one session; otherwise the rare/common-word split of
-`sqlmem.fts_any` ranks the messages holding a rare word with their exact OR score.
+`sqlmem.fts_any` ranks the messages holding a rare word (common words only count for
+messages that hold every word).
 
 Every write is one `engine.write()` transaction; every read one statement on a reader
 connection, so each result is a consistent snapshot.
@@ -26,9 +27,8 @@ connection, so each result is a consistent snapshot.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import apsw
@@ -41,13 +41,11 @@ from .filters import check_limit
 from .fts_any import AnyShortcut
 from .query import compiler_for, segment
 from .records import (
-    EPOCH,
     Message,
     ToolCall,
-    build_tool_call,
     dt_to_ms,
     dumps_json,
-    message_from_values,
+    messages_from_rows,
     now_ms,
 )
 from .writer import Writer
@@ -108,6 +106,28 @@ def check_count(value: Any, name: str) -> int:
 
 
 def check_message(message: Any, name: str = "message") -> Message:
+    """The message, after re-checking its field types (records are mutable after
+    validation). The common case, exact types and no tool calls or metadata, is decided
+    in one pass over the instance dict (~0.3 µs instead of ~0.6 µs; append_many checks
+    every message); anything else takes the field-by-field path and its precise errors.
+    """
+    values = getattr(message, "__dict__", None) if type(message) is Message else None
+    if (
+        values is not None
+        and values.get("role") in _ROLES
+        and type(values.get("content")) is str
+        and type(values.get("name")) is str
+        and type(values.get("tool_call_id")) is str
+        and values.get("tool_calls") == []
+        and type(values.get("is_error")) is bool
+        and values.get("metadata") == {}
+        and values.get("created_at") is None
+    ):
+        return message  # type: ignore[no-any-return]
+    return _check_message_fields(message, name)
+
+
+def _check_message_fields(message: Any, name: str) -> Message:
     if not isinstance(message, Message):
         raise InvalidArgumentError(f"{name} must be a sqlmem.Message, not {type(message).__name__}")
     if message.role not in _ROLES:  # only possible through model_construct
@@ -172,50 +192,11 @@ def index_unsearchable_messages(writer: Writer, config: StoreConfig) -> None:
 # -- reading rows back --------------------------------------------------------------------------
 
 
-def _tool_calls(text: str) -> list[ToolCall]:
-    if text == "[]":
-        return []
-    return [build_tool_call(t["id"], t["name"], t["arguments"]) for t in json.loads(text)]
-
-
-def _messages(
-    rows: Iterable[Sequence[Any]], session_id: str | None, scores: Sequence[float] | None = None
-) -> list[Message]:
-    """Messages from MESSAGE_COLUMNS rows, without validation (we wrote them ourselves).
-
-    One loop with everything inlined: for get_recent(50) building the records costs
-    more than the SQL, so each avoided call or lookup per row shows (~1 µs a message).
-    """
-    out: list[Message] = []
-    append = out.append
-    make = message_from_values
-    epoch, delta = EPOCH, timedelta
-    for i, (seq, role, content, name, call_id, calls, error, meta, created) in enumerate(rows):
-        append(
-            make(
-                {
-                    "role": role,
-                    "content": content,
-                    "name": name,
-                    "tool_call_id": call_id,
-                    "tool_calls": [] if calls == "[]" else _tool_calls(calls),
-                    "is_error": error != 0,
-                    "metadata": {} if meta == "{}" else json.loads(meta),
-                    "created_at": epoch + delta(0, 0, 0, created),
-                    "seq": seq,
-                    "session_id": session_id,
-                    "score": None if scores is None else scores[i],
-                }
-            )
-        )
-    return out
-
-
 def _hits(rows: Sequence[Sequence[Any]]) -> list[Message]:
     """Search rows: MESSAGE_COLUMNS, then session_id and the bm25 score (lower is better)."""
     hits = []
     for row in rows:
-        hits.extend(_messages([row[:9]], row[9], [-row[10]]))
+        hits.extend(messages_from_rows([row[:9]], row[9], [-row[10]]))
     return hits
 
 
@@ -359,7 +340,7 @@ class SQLiteHistoryStore:
         with self._engine.read() as conn:
             rows = conn.execute(sql.SELECT_RECENT, (session_id, min(n, _MAX_LIMIT))).fetchall()
         rows.reverse()
-        return _drop_leading_tool_results(_messages(rows, session_id))
+        return _drop_leading_tool_results(messages_from_rows(rows, session_id))
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
         """Active messages oldest first; with `include_archived`, every stored message."""
@@ -367,7 +348,7 @@ class SQLiteHistoryStore:
         query = sql.SELECT_ALL if include_archived else sql.SELECT_ALL_ACTIVE
         with self._engine.read() as conn:
             rows = conn.execute(query, (session_id,)).fetchall()
-        return _messages(rows, session_id)
+        return messages_from_rows(rows, session_id)
 
     def count(self, session_id: str) -> int:
         """Active messages (seqs are gap-free, so this is last_seq - archived_seq)."""
@@ -393,7 +374,8 @@ class SQLiteHistoryStore:
         """Messages (archived included) matching any word of `query`, best BM25 first.
 
         `score` is the negated FTS5 bm25 (higher is better). On large histories the
-        result may leave out messages made only of common words (`sqlmem.fts_any`).
+        result may leave out messages made only of common words, and rank a message
+        that holds some of the common words by its rare words (`sqlmem.fts_any`).
         Any text is a valid query; one without words returns `[]`. Raises
         `InvalidArgumentError` when history search is off for this store.
         """

@@ -16,7 +16,7 @@ from ..connection import check_is_database, connect
 from ..db import MemoryDB, resolve_path
 from ..db import open as open_db
 from ..errors import SqlmemError, translate_errors
-from ..migrations import latest_version, read_user_version
+from ..migrations import latest_version, read_user_version, refuse_foreign_files
 
 __all__ = ["CommandError", "existing_path", "open_existing", "schema_version"]
 
@@ -36,10 +36,17 @@ def existing_path(path: str) -> Path:
 
 
 def schema_version(path: Path) -> int:
-    """The file's schema version (0: no sqlmem schema), read without changing anything."""
+    """The file's schema version (0: no sqlmem schema), read without changing anything.
+
+    The file is vetted as an open would (a foreign file, an edited or missing ledger, a
+    newer schema raise), so describing an older file never vouches for one that is not
+    ours: `info` used to report "version 1, run migrate" for any file whose user_version
+    another program had set to 1, once a second migration existed.
+    """
     conn = connect(path, StoreConfig())
     try:
         check_is_database(conn, path)
+        refuse_foreign_files(conn, path)
         with translate_errors(str(path)):
             return read_user_version(conn)
     finally:

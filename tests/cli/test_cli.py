@@ -18,6 +18,7 @@ import sqlmem
 from sqlmem import Fact, Message
 from sqlmem.cli import main
 from sqlmem.cli.output import Progress
+from sqlmem.migrations import latest_version
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = ["demo", "info", "check", "migrate", "search", "history", "export", "import"]
@@ -132,9 +133,10 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_info(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "info", str(demo_db))
-    assert status == 0 and "schema version  1 (latest 1)" in out
+    latest = latest_version()
+    assert status == 0 and f"schema version  {latest} (latest {latest})" in out
     doc = run_json(capsys, "info", str(demo_db))
-    assert doc["schema_version"] == doc["latest_version"] == 1
+    assert doc["schema_version"] == doc["latest_version"] == latest
     assert (doc["messages_active"], doc["messages_archived"], doc["facts"]) == (2, 5, 3)
     assert run_json(capsys, "--json", "info", str(demo_db)) == doc  # before the command too
 
@@ -169,10 +171,10 @@ def test_migrate_creates_then_does_nothing(
     doc = run_json(capsys, "migrate", str(path))
     assert doc == {
         "path": str(path), "created": True, "schema_version_before": 0,
-        "schema_version": 1, "applied": 1,
+        "schema_version": latest_version(), "applied": latest_version(),
     }  # fmt: skip
     status, out, _ = run(capsys, "migrate", str(path))
-    assert status == 0 and "already at the latest schema version 1" in out
+    assert status == 0 and f"already at the latest schema version {latest_version()}" in out
 
 
 def test_search_facts_and_history(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -333,10 +335,11 @@ def test_an_older_schema_is_described_not_upgraded(
     path = tmp_path / "old.db"
     with sqlmem.open(path):
         pass
-    monkeypatch.setattr("sqlmem.cli.commands.latest_version", lambda: 2)
-    monkeypatch.setattr("sqlmem.cli.opening.latest_version", lambda: 2)
+    current = latest_version()
+    monkeypatch.setattr("sqlmem.cli.commands.latest_version", lambda: current + 1)
+    monkeypatch.setattr("sqlmem.cli.opening.latest_version", lambda: current + 1)
     doc = run_json(capsys, "info", str(path))
-    assert doc["needs_migration"] is True and doc["schema_version"] == 1
+    assert doc["needs_migration"] is True and doc["schema_version"] == current
     status, _, err = run(capsys, "search", str(path), "x")
     assert status == 1 and "run 'sqlmem migrate" in err
 

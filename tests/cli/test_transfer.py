@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import sqlmem
 from sqlmem import Fact, Message, ToolCall
+from sqlmem.migrations import latest_version
 from sqlmem.transfer import (
     ExportFormatError,
     ImportCounts,
@@ -206,7 +207,7 @@ def test_export_format(open_fresh: Callable[[str], sqlmem.MemoryDB]) -> None:
 
     assert header["format"] == "sqlmem-export"
     assert header["format_version"] == 1
-    assert header["schema_version"] == 1
+    assert header["schema_version"] == latest_version()
     assert datetime.fromisoformat(header["exported_at"]).tzinfo is not None
     assert [(r["type"], r.get("seq"), r.get("archived")) for r in records] == [
         ("message", 1, True),

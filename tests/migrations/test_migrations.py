@@ -196,7 +196,41 @@ def test_concurrent_first_open_from_processes(tmp_path: Path) -> None:
 #: users' hands recorded these); schema changes go into a new NNNN_slug.sql instead.
 RELEASED = {
     1: "18db31b2253de0bac4d9be8a82736f51819b448b9e7652d7ef9fb6b417806c37",
+    2: "736621fe7eae58ff8273820f1692d72f9c91cc34338c872ec46e9a1050782e15",
 }
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_fts_tables_write_2000_byte_leaves(tmp_path: Path, version: int) -> None:
+    """Migration 2 sets pgsz on both FTS tables, for new files and upgraded ones; the
+    index stays intact and searchable across the change."""
+    path = tmp_path / "m.db"
+    if version == 1:
+        conn = sqlite3.connect(path)
+        conn.executescript(
+            load_migrations()[0].sql.replace("{tokenizer}", sqlmem.StoreConfig().tokenizer)
+        )
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " sha256 TEXT NOT NULL, applied_at INTEGER NOT NULL)"
+        )
+        first = load_migrations()[0]
+        conn.execute("INSERT INTO schema_version VALUES (1, ?, ?, 0)", (first.name, first.sha256))
+        conn.execute(
+            "INSERT INTO facts(id, content, created_at, updated_at) VALUES ('a', 'owls', 1, 1)"
+        )
+        conn.execute("PRAGMA user_version = 1")
+        conn.commit()
+        conn.close()
+    with sqlmem.open(path) as db:
+        db.facts.index(sqlmem.Fact(id="b", content="owls and larks"))
+        db.history.append("s", sqlmem.Message(role="user", content="larks sing"))
+        assert sorted(f.id for f in db.facts.search("owls")) == ["a", "b"][1 - version :]
+        assert db.check().ok
+    with sqlite3.connect(path) as conn:
+        for table in ("facts_fts", "messages_fts"):
+            rows = dict(conn.execute(f"SELECT k, v FROM {table}_config").fetchall())
+            assert rows["pgsz"] == 2000
 
 
 def test_released_migrations_never_change() -> None:

@@ -56,11 +56,11 @@ REVIEWED_DYNAMIC = {
         "an AnyQueries field: built once at import by fts_any.any_queries() from module "
         "constants (the FTS table name and the store's column list), no value inside"
     ),
-    ("fts_any.py", "q.bm25"): (
+    ("fts_any.py", "self.queries.capped_docs"): (
         "an AnyQueries field: built once at import by fts_any.any_queries() from module "
         "constants (the FTS table name and the store's column list), no value inside"
     ),
-    ("fts_any.py", "q.split"): (
+    ("fts_any.py", "q.bm25"): (
         "an AnyQueries field: built once at import by fts_any.any_queries() from module "
         "constants (the FTS table name and the store's column list), no value inside"
     ),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,14 @@ def _exact(db: sqlmem.MemoryDB, words: list[str], k: int) -> list[tuple[str, flo
     """The exact OR ranking, through raw mode (which the shortcut never touches)."""
     hits = db.facts.search(" OR ".join(f'"{w}"' for w in words), k, mode="raw")
     return [(f.id, f.score or 0.0) for f in hits]
+
+
+@pytest.fixture(autouse=True)
+def _scaled_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    """3,000 facts stand in for a large store: the shortcut's thresholds scale with them
+    (rare = in at most 1% of rows, so 'zebra' and 'quokka' are rare, 'the' common)."""
+    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
+    monkeypatch.setattr(fts_any, "RARE_SHARE", 0.01)
 
 
 @pytest.fixture
@@ -58,18 +67,94 @@ def test_small_store_is_exact(open_db: OpenDB) -> None:
 def test_shortcut_puts_rare_word_facts_first(
     large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
-    ran: list[str] = []
-    real_run = fts_any._run
-    monkeypatch.setattr(fts_any, "_run", lambda c, t, p: ran.append(t) or real_run(c, t, p))
+    ran = _record_queries(monkeypatch)
     got = large.facts.search("the zebra", 10)
-    assert ran == [facts_sql.ANY.split]  # the shortcut, no fallback
+    # ~6 facts are expected to hold both words: the AND query, then the rare word's OR;
+    # no fallback to the exact OR query.
+    assert ran == ['"the" AND "zebra"', '"zebra"']
     assert len(got) == 10
     assert all("zebra" in f.content for f in got)  # all 12 zebra facts outrank 'the' only
     exact = dict(_exact(large, ["the", "zebra"], 3000))
     for fact in got:  # scores are the exact OR scores
         assert fact.score == pytest.approx(exact[fact.id], rel=1e-9)
     assert [f.score for f in got] == sorted((f.score for f in got), reverse=True)
+
+
+def _record_queries(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Lowers EXACT_BELOW so 3,000 facts count as large; returns the MATCH texts run."""
+    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
+    ran: list[str] = []
+    real_run = fts_any._run
+
+    def run(conn: Any, text: str, params: dict[str, Any]) -> list[Any]:
+        assert text == facts_sql.ANY.bm25
+        ran.append(params["query"])
+        return real_run(conn, text, params)
+
+    monkeypatch.setattr(fts_any, "_run", run)
+    return ran
+
+
+def test_shortcut_skips_the_and_query_when_no_row_should_hold_every_word(
+    large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'the zebra quokka': 3000 * 1/2 * 12/3000 * 5/3000 = 0.01 rows expected to hold all
+    three, so only the rare words' OR runs; its facts rank by their rare words."""
+    ran = _record_queries(monkeypatch)
+    got = large.facts.search("the zebra quokka", 10)
+    assert ran == ['"zebra" OR "quokka"']
+    rare_only = _exact(large, ["zebra", "quokka"], 10)
+    assert [(f.id, f.score) for f in got] == rare_only
+    exact = dict(_exact(large, ["the", "zebra", "quokka"], 3000))
+    for fact in got:  # never above the exact score: the common word's share is left out
+        assert fact.score is not None and fact.score <= exact[fact.id] + 1e-9
+        if "the" not in fact.content.split():
+            assert fact.score == pytest.approx(exact[fact.id], rel=1e-9)
+
+
+def test_new_rare_words_are_counted_together(
+    large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Words new to the df cache are first counted as one OR (capped at the cutoff): when
+    few rows hold any of them, each is rare and that count stands for its df."""
+    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
+    counts: list[str] = []
+    with large._engine.read() as conn:
+        conn.set_exec_trace(lambda _c, sql, _b: counts.append(sql) or True)
+        shortcut = large.facts._any
+        shortcut.rows(conn, _terms(large, "zebra quokka"), 10)
+        # zebra (12 facts) and quokka (5) share f0000: 16 facts hold either, < 31 (1%).
+        assert counts == [facts_sql.ANY.averages, facts_sql.ANY.capped_docs]
+        assert shortcut._df == {"zebra": 16, "quokka": 16}
+        counts.clear()
+        shortcut.rows(conn, _terms(large, "zebra the"), 10)
+        # Only 'the' is new: counted alone.
+        assert counts[:2] == [facts_sql.ANY.averages, facts_sql.ANY.phrase_docs]
+        counts.clear()
+        shortcut.rows(conn, _terms(large, "w1 w2"), 10)
+        # Both new and common (~5% each): the capped OR reaches the cap, each is counted.
+        assert counts[:4] == [
+            facts_sql.ANY.averages,
+            facts_sql.ANY.capped_docs,
+            facts_sql.ANY.phrase_docs,
+            facts_sql.ANY.phrase_docs,
+        ]
+        assert shortcut._df["w1"] > 31 and shortcut._df["w2"] > 31
+        assert shortcut._df["the"] == 1500 and shortcut._df["zebra"] == 16
+        conn.set_exec_trace(None)
+    got = [(f.id, f.score) for f in large.facts.search("zebra quokka", 20)]
+    assert got == _exact(large, ["zebra", "quokka"], 20)  # no common word: still exact
+
+
+def _terms(db: sqlmem.MemoryDB, text: str) -> list[Any]:
+    return db.facts._query_compiler().terms(text)
+
+
+def test_merge_keeps_the_full_score_of_a_row_in_both_lists() -> None:
+    full = [("a", -5.0), ("b", -4.0)]
+    partial = [("c", -4.5), ("a", -3.0), ("d", -1.0)]
+    assert fts_any._merge(full, partial, 3) == [("a", -5.0), ("c", -4.5), ("b", -4.0)]
+    assert fts_any._merge([], partial, 10) == partial
 
 
 def test_shortcut_falls_back_to_exact_when_rare_words_are_too_few(

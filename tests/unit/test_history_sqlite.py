@@ -483,11 +483,12 @@ def test_large_history_search_uses_the_rare_word_shortcut(
     for s in range(3):
         store.append_many(f"s{s}", [user(text(i)) for i in range(s * 1000, (s + 1) * 1000)])
     monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
+    monkeypatch.setattr(fts_any, "RARE_SHARE", 0.01)  # scaled with the table: zebra is rare
     ran: list[str] = []
     real_run = fts_any._run
     monkeypatch.setattr(fts_any, "_run", lambda c, t, p: ran.append(t) or real_run(c, t, p))
     hits = store.search("the zebra", top_k=10)
-    assert ran == [sql.ANY.split]  # the shortcut, no fallback
+    assert ran == [sql.ANY.bm25, sql.ANY.bm25]  # AND, then the rare word's OR; no fallback
     assert len(hits) == 10 and all("zebra" in m.content for m in hits)
     exact = _exact_or(store, ["the", "zebra"])
     for m in hits:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import sqlmem
 from sqlmem import Fact, Message, ToolCall, history_sql, records
@@ -65,6 +68,73 @@ def test_unvalidated_builders_equal_model_construct() -> None:
     )
     assert message == Message.model_construct(**message.__dict__)
     assert message.model_fields_set == set(Message.model_fields)
+
+
+_ROW = (3, "tool", "c", "n", "x", '[{"id":"x","name":"f","arguments":"{}"}]', 1, '{"k":[1]}', 5)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_messages_from_rows_equal_model_construct(
+    fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The inlined row builder and its model_construct fallback give the same records."""
+    monkeypatch.setattr(records, "_FAST", fast)
+    plain = (4, "user", "hi", "", "", "[]", 0, "{}", 1_795_000_000_123)
+    got = records.messages_from_rows([_ROW, plain], "s", [1.5, 0.5])
+    want = [
+        Message.model_construct(
+            role="tool", content="c", name="n", tool_call_id="x",
+            tool_calls=[ToolCall.model_construct(id="x", name="f", arguments="{}")],
+            is_error=True, metadata={"k": [1]}, created_at=records.EPOCH + timedelta(0, 0, 0, 5),
+            seq=3, session_id="s", score=1.5,
+        ),
+        Message.model_construct(
+            role="user", content="hi", name="", tool_call_id="", tool_calls=[], is_error=False,
+            metadata={}, created_at=records.EPOCH + timedelta(0, 0, 0, 1_795_000_000_123),
+            seq=4, session_id="s", score=0.5,
+        ),
+    ]  # fmt: skip
+    assert got == want
+    assert [repr(m) for m in got] == [repr(m) for m in want]
+    assert all(m.model_fields_set == set(Message.model_fields) for m in got)
+    # Each record owns its containers: changing one read never shows in another.
+    again = records.messages_from_rows([plain], "s")[0]
+    got[1].metadata["x"] = 1
+    got[1].tool_calls.append(got[0].tool_calls[0])
+    got[1].model_fields_set.discard("role")
+    assert again.metadata == {} and again.tool_calls == []
+    assert again.model_fields_set == set(Message.model_fields)
+
+
+@pytest.mark.parametrize(
+    "ms",
+    [
+        0, 1, 999, 1_000, 1_795_000_000_123, (1 << 42) - 1, 1 << 42, (1 << 42) + 1,
+        -1, -999, -1_000, -62_135_596_800_000, 253_402_300_799_999,
+    ],
+)  # fmt: skip
+def test_dt_from_ms_is_exact_on_both_paths(ms: int) -> None:
+    """fromtimestamp() is used below 2**42 ms, epoch + timedelta elsewhere; both exact."""
+    records._DATETIMES.clear()
+    want = records.EPOCH + timedelta(0, 0, 0, ms)
+    first, cached = records.dt_from_ms(ms), records.dt_from_ms(ms)
+    assert first == want and first.tzinfo is timezone.utc
+    assert cached is first
+    assert records.dt_to_ms(first) == ms
+
+
+@given(st.integers(min_value=-62_135_596_800_000, max_value=253_402_300_799_999))
+def test_dt_from_ms_round_trips_any_datetime(ms: int) -> None:
+    assert records.dt_from_ms(ms) == records.EPOCH + timedelta(0, 0, 0, ms)
+    assert records.dt_to_ms(records.dt_from_ms(ms)) == ms
+
+
+def test_the_datetime_cache_stays_bounded() -> None:
+    records._DATETIMES.clear()
+    for ms in range(records._DATETIMES_MAX + 10):
+        records.dt_from_ms(ms)
+    assert len(records._DATETIMES) <= records._DATETIMES_MAX
+    assert records.dt_from_ms(5) == records.EPOCH + timedelta(0, 0, 0, 5)
 
 
 def test_tag_lists_from_the_cache_are_independent() -> None:
