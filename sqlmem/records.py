@@ -62,7 +62,7 @@ EPOCH = _EPOCH
 #: Below 2**42 ms (the year 2109), `fromtimestamp(ms / 1000)` is exact to the millisecond:
 #: ms / 1000 is off by at most half an ulp (< 0.5 µs below 2**33 s), and fromtimestamp
 #: rounds to the nearest microsecond. It is ~2x cheaper than epoch + timedelta, which
-#: stays the exact path for every other value (tests/unit/test_records.py checks both).
+#: stays the exact path for every other value (tests/unit/test_hot_paths.py checks both).
 _FROMTIMESTAMP_EXACT_BELOW = 1 << 42
 _fromtimestamp = datetime.fromtimestamp
 _UTC = timezone.utc
@@ -288,62 +288,38 @@ def messages_from_rows(
     get_recent(50) building the records costs more than the SQL, so everything a row
     needs is inlined in one loop: each call or lookup avoided per row shows.
     """
-    if not _FAST:
-        return [
-            message_from_values(_message_values(row, session_id, scores, i))
-            for i, row in enumerate(rows)
-        ]
     out: list[Message] = []
     append = out.append
-    new, set_dict, fields = _new, _set, _MESSAGE_FIELDS_SET
+    fast, new, set_dict, fields = _FAST, _new, _set, _MESSAGE_FIELDS_SET
     set_fields_set, set_extra, set_private = _set_fields_set, _set_extra, _set_private
     cached_datetime, new_datetime, loads = _DATETIMES.get, _new_datetime, json.loads
     score = None
     for i, (seq, role, content, name, call_id, calls, error, meta, created) in enumerate(rows):
         if scores is not None:
             score = scores[i]
-        record = new(Message)
-        set_dict(
-            record,
-            "__dict__",
-            {
-                "role": role,
-                "content": content,
-                "name": name,
-                "tool_call_id": call_id,
-                "tool_calls": [] if calls == "[]" else _tool_calls(calls),
-                "is_error": error != 0,
-                "metadata": {} if meta == "{}" else loads(meta),
-                "created_at": cached_datetime(created) or new_datetime(created),
-                "seq": seq,
-                "session_id": session_id,
-                "score": score,
-            },
-        )
-        set_fields_set(record, fields.copy())
-        set_extra(record, None)
-        set_private(record, None)
+        values = {
+            "role": role,
+            "content": content,
+            "name": name,
+            "tool_call_id": call_id,
+            "tool_calls": [] if calls == "[]" else _tool_calls(calls),
+            "is_error": error != 0,
+            "metadata": {} if meta == "{}" else loads(meta),
+            "created_at": cached_datetime(created) or new_datetime(created),
+            "seq": seq,
+            "session_id": session_id,
+            "score": score,
+        }
+        if fast:  # `message_from_values` inlined
+            record = new(Message)
+            set_dict(record, "__dict__", values)
+            set_fields_set(record, fields.copy())
+            set_extra(record, None)
+            set_private(record, None)
+        else:
+            record = Message.model_construct(**values)
         append(record)
     return out
-
-
-def _message_values(
-    row: Sequence[Any], session_id: str | None, scores: Sequence[float] | None, i: int
-) -> dict[str, Any]:
-    seq, role, content, name, call_id, calls, error, meta, created = row
-    return {
-        "role": role,
-        "content": content,
-        "name": name,
-        "tool_call_id": call_id,
-        "tool_calls": _tool_calls(calls),
-        "is_error": error != 0,
-        "metadata": json.loads(meta),
-        "created_at": dt_from_ms(created),
-        "seq": seq,
-        "session_id": session_id,
-        "score": None if scores is None else scores[i],
-    }
 
 
 def _tool_calls(text: str) -> list[ToolCall]:
