@@ -31,7 +31,6 @@ class Sizes:
     w4_agents: int
     w6_seconds: float
     w6_facts: int
-    latency_rounds: int
 
 
 SIZES = {
@@ -41,7 +40,7 @@ SIZES = {
         w5_queries=300,
         w3_facts=100_000, w3_queries=1_000, w3b_queries=500,
         w3c_single=5_000, w3c_batches=20, w3c_batch_size=1_000,
-        w4_agents=1_000, w6_seconds=10.0, w6_facts=10_000, latency_rounds=5,
+        w4_agents=1_000, w6_seconds=10.0, w6_facts=10_000,
     ),
     "quick": Sizes(
         w1_messages=2_000, w1_sessions=20, w1_rounds=4,
@@ -49,7 +48,7 @@ SIZES = {
         w5_queries=60,
         w3_facts=6_000, w3_queries=150, w3b_queries=60,
         w3c_single=500, w3c_batches=4, w3c_batch_size=1_000,
-        w4_agents=60, w6_seconds=1.5, w6_facts=2_000, latency_rounds=3,
+        w4_agents=60, w6_seconds=1.5, w6_facts=2_000,
     ),
     "smoke": Sizes(
         w1_messages=120, w1_sessions=4, w1_rounds=2,
@@ -57,7 +56,7 @@ SIZES = {
         w5_queries=10,
         w3_facts=300, w3_queries=20, w3b_queries=10,
         w3c_single=30, w3c_batches=2, w3c_batch_size=50,
-        w4_agents=4, w6_seconds=0.3, w6_facts=200, latency_rounds=2,
+        w4_agents=4, w6_seconds=0.3, w6_facts=200,
     ),
 }  # fmt: skip
 

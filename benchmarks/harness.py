@@ -1,10 +1,10 @@
 """Timing, round-robin scheduling, statistics and result rows.
 
-Every comparison runs its variants in alternating rounds (raw, sqlmem, raw, sqlmem ...,
-with the starting variant rotating each round), so machine drift and cache warm-up hit
-both sides alike; figures are medians (throughput) or percentiles of all samples
-(latency). Ratios are always "sqlmem cost / raw cost": 1.0 means as fast as raw apsw,
-2.0 means twice the time per operation.
+Every comparison interleaves its variants, with the first one rotating: throughput in
+alternating rounds, latency call by call (each input goes to every variant in turn), so
+machine drift and a noisy neighbour hit both sides alike; figures are medians of the
+rounds (throughput) or percentiles of all samples (latency). Ratios are always "sqlmem
+cost / raw cost": 1.0 means as fast as raw apsw, 2.0 means twice the time per operation.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 __all__ = [
     "Row",
-    "latency_rounds",
+    "latency_interleaved",
     "percentile",
     "throughput_rounds",
 ]
@@ -57,34 +57,28 @@ def throughput_rounds(
     return rates
 
 
-def latency_rounds(
+def latency_interleaved(
     variants: dict[str, Callable[[Any], Any]],
     inputs: Sequence[Any],
-    rounds: int,
     collect: dict[str, list[Any]] | None = None,
 ) -> dict[str, list[float]]:
-    """Time each call `fn(input)` in microseconds; inputs are cut into `rounds` chunks and
-    the variants take turns chunk by chunk. With `collect`, results are kept per variant
-    in input order (for agreement checks)."""
+    """Time each call `fn(input)` in microseconds. Every input goes to every variant in
+    turn, the first variant rotating with the input: the machine is shared, and a burst
+    of load (lasting ms to s) must not land on one side's block of calls. With
+    `collect`, results are kept per variant in input order (for agreement checks)."""
     samples: dict[str, list[float]] = {name: [] for name in variants}
-    kept: dict[str, list[Any]] = {name: [None] * len(inputs) for name in variants}
+    kept: dict[str, list[Any]] = {name: [] for name in variants}
     names = list(variants)
-    rounds = max(1, min(rounds, len(inputs)))
-    bounds = [len(inputs) * r // rounds for r in range(rounds + 1)]
-    for r in range(rounds):
-        chunk = range(bounds[r], bounds[r + 1])
-        for name in _rotate(names, r):
-            fn, out = variants[name], samples[name]
+    for i, arg in enumerate(inputs):
+        for name in _rotate(names, i):
+            fn = variants[name]
+            start = perf_counter_ns()
+            result = fn(arg)
+            samples[name].append((perf_counter_ns() - start) / 1000)
             # Results are kept only when asked for: thousands of live result lists would
             # make the garbage collector's walks part of every later call's time.
-            keep = kept[name] if collect is not None else None
-            for i in chunk:
-                arg = inputs[i]
-                start = perf_counter_ns()
-                result = fn(arg)
-                out.append((perf_counter_ns() - start) / 1000)
-                if keep is not None:
-                    keep[i] = result
+            if collect is not None:
+                kept[name].append(result)
     if collect is not None:
         collect.update(kept)
     return samples

@@ -14,7 +14,14 @@ import sqlmem
 
 from .any_mode import agreement
 from .context import Context
-from .harness import Row, cost_ratio_rate, latency_rounds, median, percentile, throughput_rounds
+from .harness import (
+    Row,
+    cost_ratio_rate,
+    latency_interleaved,
+    median,
+    percentile,
+    throughput_rounds,
+)
 from .raw import RawHistory
 
 __all__ = ["w1_append", "w1b_append_many", "w2_get_recent", "w5_history_search"]
@@ -179,13 +186,12 @@ def w2_get_recent(ctx: Context) -> list[Row]:
     assert [m.seq for m in mine] == [r[0] for r in theirs], "windows differ"
     # No `collect`: keeping every result alive (thousands of 50-message lists) would time
     # the garbage collector's walks over them, which a caller that drops its result never pays.
-    samples = latency_rounds(
+    samples = latency_interleaved(
         {
             "raw": lambda _: raw.get_recent(BIG_SESSION, 50),
             "sqlmem": lambda _: db.history.get_recent(BIG_SESSION, 50),
         },
         calls,
-        ctx.sizes.latency_rounds * 2,
     )
     return _latency_rows("W2 get_recent(50), 10k-message session", samples, "raw", "sqlmem",
                          "p50 <= 2.5x raw", 2.5)  # fmt: skip
@@ -199,14 +205,13 @@ def w5_history_search(ctx: Context) -> list[Row]:
         raw.search(q, 10, "AND")
         raw.search(q, 10, "OR")
     got: dict[str, list[Any]] = {}
-    samples = latency_rounds(
+    samples = latency_interleaved(
         {
             "raw_or": lambda q: [(r[0], r[1]) for r in raw.search(q, 10, "OR")],
             "raw_and": lambda q: raw.search(q, 10, "AND"),
             "sqlmem": lambda q: [(m.session_id, m.seq) for m in db.history.search(q, top_k=10)],
         },
         queries,
-        ctx.sizes.latency_rounds,
         collect=got,
     )
     n = ctx.sizes.history_messages

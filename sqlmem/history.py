@@ -219,33 +219,38 @@ class SQLiteHistoryStore:
         if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Iterable):
             raise InvalidArgumentError("messages must be an iterable of sqlmem.Message")
         now = now_ms()
-        rows = [
-            self._encode(check_message(m, f"messages[{i}]"), now) for i, m in enumerate(messages)
-        ]
+        checked = [check_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
+        rows = [self._encode(m, now) for m in checked]
         if not rows:
             return []
+        if any(len(row) != sql.PLAIN_WIDTH for row in rows):  # one INSERT shape per batch
+            rows = [self._encode(m, now, full=True) for m in checked]
         return self._insert(session_id, rows, now)
 
-    def _encode(self, m: Message, now: int) -> tuple[Any, ...]:
-        """Everything of a row but (session, seq); fails before any transaction starts."""
-        return (
-            m.role,
-            m.content,
-            m.name,
-            m.tool_call_id,
-            encode_tool_calls(m.tool_calls),
-            1 if m.is_error else 0,
-            encode_metadata(m.metadata),
-            now if m.created_at is None else dt_to_ms(m.created_at),
-            self._searchable,
-            segment(m.content),
-        )
+    def _encode(self, m: Message, now: int, *, full: bool = False) -> tuple[Any, ...]:
+        """Everything of a row but (session, seq), in sql.PLAIN_ROW's columns for a plain
+        message unless `full`, else sql.FULL_ROW's; fails before any transaction starts."""
+        created = now if m.created_at is None else dt_to_ms(m.created_at)
+        if full or m.name or m.tool_call_id or m.tool_calls or m.is_error or m.metadata:
+            return (
+                m.role,
+                m.content,
+                m.name,
+                m.tool_call_id,
+                encode_tool_calls(m.tool_calls),
+                1 if m.is_error else 0,
+                encode_metadata(m.metadata),
+                created,
+                self._searchable,
+                segment(m.content),
+            )
+        return (m.role, m.content, created, self._searchable, segment(m.content))
 
     def _insert(self, session_id: str, rows: list[tuple[Any, ...]], now: int) -> list[int]:
         """One transaction: take len(rows) seqs, insert the rows, archive past the limit.
 
         Two statements besides BEGIN/COMMIT: the seq upsert and one multi-row INSERT per
-        chunk (a single message uses the constant INSERT_ONE, no chunking work).
+        chunk (a single message uses a constant INSERT_ONE_*, no chunking work).
         """
         count = len(rows)
         try:
@@ -258,7 +263,12 @@ class SQLiteHistoryStore:
                 pk, last, archived = reserved
                 first = last - count + 1
                 if count == 1:
-                    conn.execute(sql.INSERT_ONE, (pk, last, *rows[0]))
+                    conn.execute(
+                        sql.INSERT_ONE_PLAIN
+                        if len(rows[0]) == sql.PLAIN_WIDTH
+                        else sql.INSERT_ONE_FULL,
+                        (pk, last, *rows[0]),
+                    )
                 else:
                     _insert_chunks(conn, pk, first, rows)
                 limit = self._config.max_history_len
@@ -387,6 +397,7 @@ class SQLiteHistoryStore:
 
 def _insert_chunks(conn: apsw.Connection, pk: int, first: int, rows: list[tuple[Any, ...]]) -> None:
     """Multi-row INSERTs of a few fixed sizes (FTS5 flushes once per statement)."""
+    plain = len(rows[0]) == sql.PLAIN_WIDTH
     done = 0
     for size in sql.chunk_sizes(len(rows)):
         values: list[Any] = []
@@ -394,7 +405,7 @@ def _insert_chunks(conn: apsw.Connection, pk: int, first: int, rows: list[tuple[
             values.append(pk)
             values.append(first + offset)
             values.extend(rows[offset])
-        conn.execute(sql.insert_messages_sql(size), values)
+        conn.execute(sql.insert_messages_sql(size, plain), values)
         done += size
 
 

@@ -29,10 +29,14 @@ __all__ = [
     "CLEAR_UNINDEXED",
     "COUNT",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
+    "FULL_ROW",
     "INDEX_UNSEARCHABLE",
     "INSERT_CHUNK_ROWS",
-    "INSERT_ONE",
+    "INSERT_ONE_FULL",
+    "INSERT_ONE_PLAIN",
     "MESSAGE_COLUMNS",
+    "PLAIN_ROW",
+    "PLAIN_WIDTH",
     "PURGE",
     "RESERVE_SEQS",
     "RESERVE_SEQS_UNINDEXED",
@@ -77,34 +81,41 @@ ON CONFLICT(session_id) DO UPDATE
 RETURNING pk, last_seq, archived_seq
 """
 
-_INSERT_HEAD = (
-    "INSERT INTO messages(session, seq, role, content, name, tool_call_id, tool_calls, "
-    "is_error, metadata, created_at, searchable, search_text) VALUES "
+#: The columns an INSERT binds after (session, seq): every field of a message, or for a
+#: plain one (text only: no name, tool call, error flag or metadata) the few that are set,
+#: the rest left to the schema's defaults. Plain rows bind 7 values instead of 12, which
+#: measured ~10% of a batched append with search off.
+FULL_ROW = (
+    "role, content, name, tool_call_id, tool_calls, is_error, metadata, created_at, "
+    "searchable, search_text"
 )
-_INSERT_ROW = "(?,?,?,?,?,?,?,?,?,?,?,?)"
+PLAIN_ROW = "role, content, created_at, searchable, search_text"
+PLAIN_WIDTH = PLAIN_ROW.count(",") + 1
 
 #: Largest multi-row INSERT: 128 rows x 12 values stays far below SQLite's variable limit.
 INSERT_CHUNK_ROWS = 128
 
 
 @cache
-def insert_messages_sql(rows: int) -> str:
+def insert_messages_sql(rows: int, plain: bool) -> str:
     """One INSERT of `rows` messages: FTS5 flushes per statement, so one beats many."""
-    return _INSERT_HEAD + ",".join([_INSERT_ROW] * rows)
+    columns = PLAIN_ROW if plain else FULL_ROW
+    row = "(" + ",".join("?" * (columns.count(",") + 3)) + ")"
+    return f"INSERT INTO messages(session, seq, {columns}) VALUES " + ",".join([row] * rows)
 
 
 def chunk_sizes(total: int) -> list[int]:
-    """Split a batch into powers of two up to INSERT_CHUNK_ROWS (few distinct statements)."""
-    sizes: list[int] = []
-    while total:
-        size = min(INSERT_CHUNK_ROWS, 1 << (total.bit_length() - 1))
-        sizes.append(size)
-        total -= size
-    return sizes
+    """A batch in one INSERT, or in INSERT_CHUNK_ROWS-row ones and the rest.
+
+    With search on, every statement is an FTS5 flush (~20-40 µs): a turn of 3, 5 or 7
+    messages goes in one statement, not 2 or 3 of power-of-two sizes."""
+    full, rest = divmod(total, INSERT_CHUNK_ROWS)
+    return [INSERT_CHUNK_ROWS] * full + ([rest] if rest else [])
 
 
-#: The single-message INSERT of `append` (the hot path: no builder call, no chunking).
-INSERT_ONE = _INSERT_HEAD + _INSERT_ROW
+#: The single-message INSERTs of `append` (the hot path: no builder call, no chunking).
+INSERT_ONE_PLAIN = insert_messages_sql(1, plain=True)
+INSERT_ONE_FULL = insert_messages_sql(1, plain=False)
 
 SELECT_SESSION = "SELECT pk, last_seq, archived_seq FROM sessions WHERE session_id = ?"
 

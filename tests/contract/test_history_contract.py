@@ -73,6 +73,33 @@ def test_append_many_large_batch_keeps_order(history: HistoryStore) -> None:
     assert contents(history.get_all("s")) == [f"m{i}" for i in range(300)]
 
 
+def test_plain_and_rich_messages_round_trip_alone_and_mixed(history: HistoryStore) -> None:
+    """Plain text messages are stored with fewer bound columns than rich ones (sqlite):
+    every field must come back equal whichever way a batch is made up."""
+    rich = [
+        call("c1", "let me look"),
+        result("c1", "found it"),
+        Message(role="assistant", content="oops", is_error=True),
+        Message(role="user", content="tagged", metadata={"k": [1, {"n": None}]}),
+        Message(role="user", content="named", name="alice", created_at=T0),
+    ]
+    plain = [user("hello"), Message(role="assistant", content="", created_at=T0)]
+    history.append_many("plain", plain)
+    history.append_many("rich", rich)
+    history.append_many("mixed", plain + rich + plain)
+    for message in plain + rich:
+        history.append("one", message)
+    for session, sent in [("plain", plain), ("rich", rich), ("mixed", plain + rich + plain),
+                          ("one", plain + rich)]:  # fmt: skip
+        got = history.get_all(session)
+        assert [stripped(m).model_copy(update={"created_at": None}) for m in got] == [
+            m.model_copy(update={"created_at": None}) for m in sent
+        ]
+        for m, s in zip(got, sent, strict=True):
+            if s.created_at is not None:
+                assert m.created_at == s.created_at
+
+
 def test_append_many_is_all_or_nothing(history: HistoryStore) -> None:
     history.append("s", user("kept"))
     with pytest.raises(InvalidArgumentError):

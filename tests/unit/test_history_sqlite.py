@@ -433,8 +433,9 @@ def test_no_apsw_error_leaves_the_store(open_store: OpenStore) -> None:
 def test_chunk_sizes() -> None:
     assert sql.chunk_sizes(0) == []
     assert sql.chunk_sizes(1) == [1]
-    assert sql.chunk_sizes(7) == [4, 2, 1]
-    assert sql.chunk_sizes(300) == [128, 128, 32, 8, 4]
+    assert sql.chunk_sizes(7) == [7]  # a turn's messages: one statement, one FTS5 flush
+    assert sql.chunk_sizes(128) == [128]
+    assert sql.chunk_sizes(300) == [128, 128, 44]
     assert all(sum(sql.chunk_sizes(n)) == n for n in range(1, 600))
 
 
