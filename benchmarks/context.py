@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -82,6 +84,14 @@ class Context:
         path = self.tmp / name
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def settle(self) -> None:
+        """Collect garbage and put dirty pages on disk before timing starts: the kernel's
+        writeback of a database just built (hundreds of MB) would otherwise share the 2
+        cores with the timed calls. The runner calls it before each workload, and the
+        builders of the shared databases after building them."""
+        gc.collect()
+        os.sync()
 
     def sizes_dict(self) -> dict[str, Any]:
         return asdict(self.sizes)

@@ -56,6 +56,7 @@ def fact_dbs(ctx: Context, count: int, name: str) -> tuple[RawFacts, sqlmem.Memo
         db.facts.index_many([_fact(f) for f in chunk])
     raw.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.checkpoint()
+    ctx.settle()
     ctx.log("fact databases built")
     ctx.cache[name] = (raw, db)
     return raw, db
@@ -159,9 +160,10 @@ def w3p_any_prototypes(ctx: Context) -> list[Row]:
     for name, label in labels.items():
         proto = latency_rows(label, samples, "raw_and", name, "report", None)
         proto[0].extra["agreement"] = _agreement(got, name)
+        if name == "proto_split":  # how often each prototype took which path
+            stats = {"split": split.stats, "rescore": rescore.stats, "and_or": and_or.stats}
+            proto[0].extra["prototype_paths"] = stats
         rows += proto
-    stats = {"split": split.stats, "rescore": rescore.stats, "and_or": and_or.stats}
-    rows[0].extra["prototype_paths"] = stats
     return rows
 
 

@@ -1,8 +1,8 @@
 """Timing, round-robin scheduling, statistics and result rows.
 
 Every comparison interleaves its variants, with the first one rotating: throughput in
-alternating rounds, latency call by call (each input goes to every variant in turn), so
-machine drift and a noisy neighbour hit both sides alike; figures are medians of the
+alternating rounds, latency call by call (the variants take turns, each on its own input),
+so machine drift and a noisy neighbour hit both sides alike; figures are medians of the
 rounds (throughput) or percentiles of all samples (latency). Ratios are always "sqlmem
 cost / raw cost": 1.0 means as fast as raw apsw, 2.0 means twice the time per operation.
 """
@@ -62,23 +62,32 @@ def latency_interleaved(
     inputs: Sequence[Any],
     collect: dict[str, list[Any]] | None = None,
 ) -> dict[str, list[float]]:
-    """Time each call `fn(input)` in microseconds. Every input goes to every variant in
-    turn, the first variant rotating with the input: the machine is shared, and a burst
-    of load (lasting ms to s) must not land on one side's block of calls. With
-    `collect`, results are kept per variant in input order (for agreement checks)."""
+    """Time each call `fn(input)` in microseconds; every variant gets every input once.
+
+    The variants take turns call by call, the first one rotating: the machine is shared,
+    and a burst of load (lasting ms to s) must not land on one side's block of calls.
+    At each turn the variants work on inputs far apart (variant k on input i + k * n/v),
+    never on the same one: a query just run by a variant reading the same file (sqlmem's
+    "all" then "any", raw AND then OR) would find its pages cached, ~10-20% off its time.
+    With `collect`, results are kept per variant in input order (for agreement checks).
+    """
     samples: dict[str, list[float]] = {name: [] for name in variants}
-    kept: dict[str, list[Any]] = {name: [] for name in variants}
+    kept: dict[str, list[Any]] = {name: [None] * len(inputs) for name in variants}
+    n = len(inputs)
+    stride = max(1, n // max(1, len(variants)))
+    offsets = {name: k * stride for k, name in enumerate(variants)}
     names = list(variants)
-    for i, arg in enumerate(inputs):
+    for i in range(n):
         for name in _rotate(names, i):
+            j = (i + offsets[name]) % n
             fn = variants[name]
             start = perf_counter_ns()
-            result = fn(arg)
+            result = fn(inputs[j])
             samples[name].append((perf_counter_ns() - start) / 1000)
             # Results are kept only when asked for: thousands of live result lists would
             # make the garbage collector's walks part of every later call's time.
             if collect is not None:
-                kept[name].append(result)
+                kept[name][j] = result
     if collect is not None:
         collect.update(kept)
     return samples

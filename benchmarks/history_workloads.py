@@ -174,6 +174,7 @@ def _history_dbs(ctx: Context) -> tuple[RawHistory, sqlmem.MemoryDB]:
             )
     raw.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.checkpoint()
+    ctx.settle()
     ctx.log("history databases built")
     ctx.cache["history"] = (raw, db)
     return raw, db

@@ -17,9 +17,22 @@ from typing import Any
 
 import apsw
 
-__all__ = ["PRAGMAS", "TOKENIZER", "RawFacts", "RawHistory", "connect", "match_expr"]
+__all__ = [
+    "FTS_PAGE_SIZE",
+    "PRAGMAS",
+    "TOKENIZER",
+    "RawFacts",
+    "RawHistory",
+    "connect",
+    "match_expr",
+]
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
+
+#: FTS5 leaf pages of 2,000 bytes, as sqlmem's migration 0002 sets: a storage setting,
+#: not library work, so the physical limit gets it too. It makes AND queries much faster
+#: on an index built in batches (W3 "all": raw AND p50 ~124 -> ~79 µs, 100,000 facts).
+FTS_PAGE_SIZE = 2000
 
 PRAGMAS = {"journal_mode": "wal", "synchronous": "NORMAL", "busy_timeout_ms": 5000}
 
@@ -65,6 +78,7 @@ HISTORY_FTS = f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
     content, content = 'messages', content_rowid = 'pk', tokenize = '{TOKENIZER}'
 );
+INSERT INTO messages_fts(messages_fts, rank) VALUES ('pgsz', {FTS_PAGE_SIZE});
 CREATE TRIGGER IF NOT EXISTS messages_ai AFTER INSERT ON messages BEGIN
     INSERT INTO messages_fts(rowid, content) VALUES (new.pk, new.content);
 END;
@@ -163,6 +177,7 @@ CREATE TABLE IF NOT EXISTS fact_tags (
 CREATE VIRTUAL TABLE IF NOT EXISTS facts_fts USING fts5(
     content, content = 'facts', content_rowid = 'pk', tokenize = '{TOKENIZER}'
 );
+INSERT INTO facts_fts(facts_fts, rank) VALUES ('pgsz', {FTS_PAGE_SIZE});
 CREATE TRIGGER IF NOT EXISTS facts_ai AFTER INSERT ON facts BEGIN
     INSERT INTO facts_fts(rowid, content) VALUES (new.pk, new.content);
     INSERT OR IGNORE INTO fact_tags(tag, fact_pk) SELECT value, new.pk FROM json_each(new.tags);

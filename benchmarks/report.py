@@ -16,7 +16,7 @@ import apsw
 import sqlmem
 
 from .harness import Row
-from .raw import PRAGMAS
+from .raw import FTS_PAGE_SIZE, PRAGMAS
 
 __all__ = ["environment", "markdown", "write_results"]
 
@@ -49,7 +49,10 @@ def _sqlmem_pragmas(tmp: Path) -> dict[str, Any]:
         conn = db._engine._writer.connection  # type: ignore[union-attr]  # a peek, for the header
         names = ("journal_mode", "synchronous", "foreign_keys", "recursive_triggers",
                  "journal_size_limit", "trusted_schema", "busy_timeout")  # fmt: skip
-        return {name: conn.pragma(name) for name in names}
+        found: dict[str, Any] = {name: conn.pragma(name) for name in names}
+        pgsz = conn.execute("SELECT v FROM facts_fts_config WHERE k = 'pgsz'").fetchall()
+        found["fts5_pgsz"] = pgsz[0][0] if pgsz else "default"
+        return found
 
 
 def environment(tmp: Path) -> dict[str, Any]:
@@ -66,7 +69,7 @@ def environment(tmp: Path) -> dict[str, Any]:
         "platform": platform.platform(),
         "nproc": os.cpu_count(),
         "cpu": _cpu_model(),
-        "raw_pragmas": PRAGMAS,
+        "raw_pragmas": {**PRAGMAS, "fts5_pgsz": FTS_PAGE_SIZE},
         "sqlmem_pragmas": sq_pragmas,
         "synchronous_note": "synchronous NORMAL on both sides (WAL)",
     }

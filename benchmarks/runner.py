@@ -8,8 +8,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import gc
-import os
 import shutil
 import sys
 import tempfile
@@ -98,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[Row] = []
         timings: dict[str, float] = {}
         for name in names:
-            _quiet_start()
+            ctx.settle()
             ctx.log(f"{name} ...")
             t0 = time.monotonic()
             rows += WORKLOADS[name](ctx)
@@ -122,14 +120,6 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     return 0
-
-
-def _quiet_start() -> None:
-    """Each workload starts with the previous one's dirty pages on disk and its garbage
-    collected: the kernel's writeback of hundreds of MB (the history and fact databases
-    are built just before) would otherwise share the 2 cores with the timed calls."""
-    gc.collect()
-    os.sync()
 
 
 def _close_cached(ctx: Context) -> None:

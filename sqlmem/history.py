@@ -129,6 +129,18 @@ def check_message(message: Any, name: str = "message") -> Message:
     return message
 
 
+def is_plain(message: Message) -> bool:
+    """Text only: no name, tool call, error flag or metadata. Such a message is inserted
+    binding fewer columns (history_sql._PLAIN_ROW)."""
+    return not (
+        message.name
+        or message.tool_call_id
+        or message.tool_calls
+        or message.is_error
+        or message.metadata
+    )
+
+
 def search_off_error() -> InvalidArgumentError:
     return InvalidArgumentError(
         "search: history search is off for this store (StoreConfig.history_search=False); "
@@ -210,8 +222,8 @@ class SQLiteHistoryStore:
         """Store one message; returns its seq (1, 2, 3 ... within the session)."""
         check_session_id(session_id)
         now = now_ms()
-        row = self._encode(check_message(message), now)
-        return self._insert(session_id, [row], now)[0]
+        plain = is_plain(check_message(message))
+        return self._insert(session_id, [self._encode(message, now, plain)], now, plain)[0]
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
         """Store messages in one transaction (all or nothing); returns their seqs in order."""
@@ -220,33 +232,33 @@ class SQLiteHistoryStore:
             raise InvalidArgumentError("messages must be an iterable of sqlmem.Message")
         now = now_ms()
         checked = [check_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        rows = [self._encode(m, now) for m in checked]
-        if not rows:
+        if not checked:
             return []
-        if any(len(row) != sql.PLAIN_WIDTH for row in rows):  # one INSERT shape per batch
-            rows = [self._encode(m, now, full=True) for m in checked]
-        return self._insert(session_id, rows, now)
+        plain = all(map(is_plain, checked))  # one INSERT shape for the whole batch
+        return self._insert(session_id, [self._encode(m, now, plain) for m in checked], now, plain)
 
-    def _encode(self, m: Message, now: int, *, full: bool = False) -> tuple[Any, ...]:
-        """Everything of a row but (session, seq), in sql.PLAIN_ROW's columns for a plain
-        message unless `full`, else sql.FULL_ROW's; fails before any transaction starts."""
+    def _encode(self, m: Message, now: int, plain: bool) -> tuple[Any, ...]:
+        """Everything of a row but (session, seq), in the columns of the INSERT shape
+        (`plain` or full, see history_sql); fails before any transaction starts."""
         created = now if m.created_at is None else dt_to_ms(m.created_at)
-        if full or m.name or m.tool_call_id or m.tool_calls or m.is_error or m.metadata:
-            return (
-                m.role,
-                m.content,
-                m.name,
-                m.tool_call_id,
-                encode_tool_calls(m.tool_calls),
-                1 if m.is_error else 0,
-                encode_metadata(m.metadata),
-                created,
-                self._searchable,
-                segment(m.content),
-            )
-        return (m.role, m.content, created, self._searchable, segment(m.content))
+        if plain:
+            return (m.role, m.content, created, self._searchable, segment(m.content))
+        return (
+            m.role,
+            m.content,
+            m.name,
+            m.tool_call_id,
+            encode_tool_calls(m.tool_calls),
+            1 if m.is_error else 0,
+            encode_metadata(m.metadata),
+            created,
+            self._searchable,
+            segment(m.content),
+        )
 
-    def _insert(self, session_id: str, rows: list[tuple[Any, ...]], now: int) -> list[int]:
+    def _insert(
+        self, session_id: str, rows: list[tuple[Any, ...]], now: int, plain: bool
+    ) -> list[int]:
         """One transaction: take len(rows) seqs, insert the rows, archive past the limit.
 
         Two statements besides BEGIN/COMMIT: the seq upsert and one multi-row INSERT per
@@ -264,13 +276,11 @@ class SQLiteHistoryStore:
                 first = last - count + 1
                 if count == 1:
                     conn.execute(
-                        sql.INSERT_ONE_PLAIN
-                        if len(rows[0]) == sql.PLAIN_WIDTH
-                        else sql.INSERT_ONE_FULL,
+                        sql.INSERT_ONE_PLAIN if plain else sql.INSERT_ONE_FULL,
                         (pk, last, *rows[0]),
                     )
                 else:
-                    _insert_chunks(conn, pk, first, rows)
+                    _insert_chunks(conn, pk, first, rows, plain)
                 limit = self._config.max_history_len
                 if limit is not None and last - archived > limit:
                     _archive(conn, pk, archived, last, last - limit, None)
@@ -395,9 +405,10 @@ class SQLiteHistoryStore:
         return _hits(rows)
 
 
-def _insert_chunks(conn: apsw.Connection, pk: int, first: int, rows: list[tuple[Any, ...]]) -> None:
-    """Multi-row INSERTs of a few fixed sizes (FTS5 flushes once per statement)."""
-    plain = len(rows[0]) == sql.PLAIN_WIDTH
+def _insert_chunks(
+    conn: apsw.Connection, pk: int, first: int, rows: list[tuple[Any, ...]], plain: bool
+) -> None:
+    """As few multi-row INSERTs as sql.chunk_sizes allows (FTS5 flushes once per statement)."""
     done = 0
     for size in sql.chunk_sizes(len(rows)):
         values: list[Any] = []

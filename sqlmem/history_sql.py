@@ -28,15 +28,13 @@ __all__ = [
     "ARCHIVE",
     "CLEAR_UNINDEXED",
     "COUNT",
+    "EXACT_CHUNK_ROWS",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
-    "FULL_ROW",
     "INDEX_UNSEARCHABLE",
     "INSERT_CHUNK_ROWS",
     "INSERT_ONE_FULL",
     "INSERT_ONE_PLAIN",
     "MESSAGE_COLUMNS",
-    "PLAIN_ROW",
-    "PLAIN_WIDTH",
     "PURGE",
     "RESERVE_SEQS",
     "RESERVE_SEQS_UNINDEXED",
@@ -82,35 +80,47 @@ RETURNING pk, last_seq, archived_seq
 """
 
 #: The columns an INSERT binds after (session, seq): every field of a message, or for a
-#: plain one (text only: no name, tool call, error flag or metadata) the few that are set,
-#: the rest left to the schema's defaults. Plain rows bind 7 values instead of 12, which
-#: measured ~10% of a batched append with search off.
-FULL_ROW = (
+#: plain one (text only: no name, tool call, error flag or metadata) the few that are set.
+#: A plain row leaves the others to the schema's DEFAULTs ('', '', '[]', 0, '{}'), which
+#: must stay exactly what encode_tool_calls([]) and encode_metadata({}) write: the two
+#: shapes store identical rows (tests/unit/test_history_sqlite.py). Plain rows bind 7
+#: values instead of 12: ~8% of a batched append with search off.
+_FULL_ROW = (
     "role, content, name, tool_call_id, tool_calls, is_error, metadata, created_at, "
     "searchable, search_text"
 )
-PLAIN_ROW = "role, content, created_at, searchable, search_text"
-PLAIN_WIDTH = PLAIN_ROW.count(",") + 1
+_PLAIN_ROW = "role, content, created_at, searchable, search_text"
 
 #: Largest multi-row INSERT: 128 rows x 12 values stays far below SQLite's variable limit.
 INSERT_CHUNK_ROWS = 128
+#: Batches up to this size go in one INSERT of their exact size. Beyond it, pieces of 128,
+#: 64 and 32 rows and a rest of at most this size: at most 34 INSERT texts per shape, so
+#: varied bulk loads do not flush apsw's statement cache (100 per connection).
+EXACT_CHUNK_ROWS = 32
 
 
 @cache
 def insert_messages_sql(rows: int, plain: bool) -> str:
     """One INSERT of `rows` messages: FTS5 flushes per statement, so one beats many."""
-    columns = PLAIN_ROW if plain else FULL_ROW
-    row = "(" + ",".join("?" * (columns.count(",") + 3)) + ")"
-    return f"INSERT INTO messages(session, seq, {columns}) VALUES " + ",".join([row] * rows)
+    columns = _PLAIN_ROW if plain else _FULL_ROW
+    row = "(" + ", ".join(["?"] * (2 + columns.count(",") + 1)) + ")"
+    return f"INSERT INTO messages(session, seq, {columns}) VALUES " + ", ".join([row] * rows)
 
 
 def chunk_sizes(total: int) -> list[int]:
-    """A batch in one INSERT, or in INSERT_CHUNK_ROWS-row ones and the rest.
+    """How a batch of `total` messages is cut into INSERTs (see EXACT_CHUNK_ROWS).
 
     With search on, every statement is an FTS5 flush (~20-40 µs): a turn of 3, 5 or 7
     messages goes in one statement, not 2 or 3 of power-of-two sizes."""
-    full, rest = divmod(total, INSERT_CHUNK_ROWS)
-    return [INSERT_CHUNK_ROWS] * full + ([rest] if rest else [])
+    sizes = [INSERT_CHUNK_ROWS] * (total // INSERT_CHUNK_ROWS)
+    rest = total % INSERT_CHUNK_ROWS
+    for piece in (64, 32):
+        if rest > EXACT_CHUNK_ROWS and rest >= piece:
+            sizes.append(piece)
+            rest -= piece
+    if rest:
+        sizes.append(rest)
+    return sizes
 
 
 #: The single-message INSERTs of `append` (the hot path: no builder call, no chunking).

@@ -33,3 +33,20 @@ def test_runner_writes_every_workload(tmp_path: Path) -> None:
     for side in ("raw", "sqlmem"):
         assert w6["extra"][side]["errors"] == 0
         assert w6["extra"][side]["lost_writes"] == 0
+
+
+def test_opt_in_prototypes_run(tmp_path: Path) -> None:
+    """W3p (the mode "any" prototypes) is left out of the default run: run it here so it
+    cannot rot unnoticed."""
+    out = tmp_path / "results"
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--smoke", "--quiet", "--only", "W3p",
+         "--out", str(out), "--tmp", str(tmp_path)],
+        cwd=ROOT, check=True, timeout=120, capture_output=True,
+    )  # fmt: skip
+    data = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert data["run"]["workloads"] == ["W3p"]
+    rows = data["results"]
+    assert {row["workload"].split()[0] for row in rows} == {"W3p"}
+    agreements = [row["extra"]["agreement"] for row in rows if "agreement" in row["extra"]]
+    assert len(agreements) == 5 and all(0.0 <= a <= 1.0 for a in agreements)

@@ -11,6 +11,7 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,9 @@ def open_store(tmp_path: Path) -> Iterator[OpenStore]:
 
 def engine_of(store: SQLiteHistoryStore) -> Engine:
     return store._engine
+
+
+T0 = datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=timezone.utc)
 
 
 def user(text: str) -> Message:
@@ -434,9 +438,54 @@ def test_chunk_sizes() -> None:
     assert sql.chunk_sizes(0) == []
     assert sql.chunk_sizes(1) == [1]
     assert sql.chunk_sizes(7) == [7]  # a turn's messages: one statement, one FTS5 flush
+    assert sql.chunk_sizes(32) == [32]
+    assert sql.chunk_sizes(100) == [64, 32, 4]
     assert sql.chunk_sizes(128) == [128]
-    assert sql.chunk_sizes(300) == [128, 128, 44]
-    assert all(sum(sql.chunk_sizes(n)) == n for n in range(1, 600))
+    assert sql.chunk_sizes(300) == [128, 128, 32, 12]
+    sizes = set()
+    for n in range(1, 600):
+        assert sum(sql.chunk_sizes(n)) == n
+        sizes.update(sql.chunk_sizes(n))
+    # Few distinct INSERT texts, so bulk loads keep apsw's statement cache (100) useful.
+    assert sizes == set(range(1, sql.EXACT_CHUNK_ROWS + 1)) | {64, 128}
+
+
+def test_plain_and_full_inserts_store_identical_rows(open_store: OpenStore) -> None:
+    """A text-only message is inserted binding fewer columns, leaving the rest to the
+    schema's defaults: the stored row must be exactly the one the full INSERT writes
+    (same values, same storage types), alone, batched, with search on or off."""
+    rich = Message(role="user", content="rich", name="n")
+    texts = [
+        Message(role="user", content="hello world"),
+        Message(role="assistant", content="中文测试 mixed", created_at=T0),
+        Message(role="system", content=""),
+    ]
+    columns = (
+        "role, content, name, tool_call_id, tool_calls, is_error, metadata, created_at, "
+        "searchable, search_text"
+    )
+    typed = ", ".join(f"m.{c}, typeof(m.{c})" for c in columns.split(", "))
+    for search in (True, False):
+        store = open_store(history_search=search)
+        store.append_many("plain", texts)  # plain shape, one INSERT
+        store.append_many("full", [*texts, rich])  # full shape: a rich message in the batch
+        for message in texts:
+            store.append("one", message)  # plain shape, the single-row INSERT
+        with engine_of(store).read() as conn:
+            rows = {
+                session: conn.execute(
+                    f"SELECT {typed} FROM messages AS m JOIN sessions AS s ON s.pk = m.session"
+                    " WHERE s.session_id = ? ORDER BY m.seq LIMIT 3",
+                    (session,),
+                ).fetchall()
+                for session in ("plain", "full", "one")
+            }
+        # created_at of "now" rows differs between calls; the T0 row must match exactly.
+        now_free = {k: [r[:14] + r[16:] for r in v] for k, v in rows.items()}
+        assert now_free["plain"] == now_free["full"] == now_free["one"]
+        assert rows["plain"][1] == rows["full"][1] == rows["one"][1]
+        assert rows["plain"][0][4:10] == ("", "text", "", "text", "[]", "text")
+        engine_of(store).close()
 
 
 # -- search on large histories: the shared rare/common shortcut (sqlmem.fts_any) -------------
