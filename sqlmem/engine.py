@@ -32,8 +32,13 @@ import apsw
 from .config import StoreConfig
 from .connection import check_is_database, connect, require_fts5, set_wal
 from .errors import SqlmemError, StoreClosedError, map_apsw_error, translate_errors
+from .fts_any import vocabulary_table
 from .migrations import apply_migrations, read_fts_tokenizer, refuse_foreign_files
 from .writer import ReaderPool, Writer
+
+#: Created in every reader connection's temp schema before it turns query_only: the
+#: vocabularies mode "any" reads its dfs from (sqlmem.fts_any). Nothing goes in the file.
+_READER_TEMP_TABLES = (vocabulary_table("facts_fts"), vocabulary_table("messages_fts"))
 
 __all__ = ["Engine", "OpenHook"]
 
@@ -97,8 +102,14 @@ class Engine:
 
     def _connect_reader(self) -> apsw.Connection:
         conn = connect(self.path, self.config)
-        with translate_errors(str(self.path)):
-            conn.pragma("query_only", "ON")
+        try:
+            with translate_errors(str(self.path)):
+                for statement in _READER_TEMP_TABLES:
+                    conn.execute(statement)
+                conn.pragma("query_only", "ON")
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     @property

@@ -15,8 +15,12 @@ caller runs its exact OR query):
   without a common word (all posting lists are short), and filtered searches (the
   callers: a filter may keep only rows the shortcut would miss).
 * Words are split by document frequency (df): `rare` (in at most `RARE_SHARE` of the
-  rows) and `common`. df is counted once per word and cached per store; a stale df only
-  steers the plan, it never changes a score.
+  rows) and `common`. dfs come from one scan of the table's vocabulary (an fts5vocab
+  table in each reader connection's temp schema), kept per store and taken again when
+  the table has grown or shrunk by `_DRIFT`. Counting a query's words one by one cost
+  ~15 µs a word and was most of the shortcut's time (a query's rare words are mostly
+  new to any per-word cache); the scan costs ~25-40 ms on 100,000 facts, once. A stale
+  df only steers the plan, it never changes a score.
 * Rare and common words: the candidates are the best `top_k` rows of the OR of the rare
   words (scored on the rare words), plus, when at least `EXPECTED_AND` rows are expected
   to hold every word (df product, as if words were independent), the best `top_k` rows
@@ -30,8 +34,8 @@ What it gives up: rows made only of common words, and the common words' share of
 score of a row that holds some but not all of them (its score is then that of its rare
 words, so it may rank a little low). Measured on the benchmark (W3, 100,000 facts, 1,000
 queries of 1-3 words; see benchmarks/README.md): top-10 agreement with exact OR 0.95,
-p50 ~1.7x an AND query instead of ~6x. On 100,000 messages (W5, longer texts, where the
-common words weigh more) the agreement is 0.88.
+p50 ~2.1-2.3x an AND query instead of ~8x (the exact OR). On 100,000 messages (W5,
+longer texts, where the common words weigh more) the agreement is 0.88.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ __all__ = [
     "any_queries",
     "fts_row_count",
     "varint",
+    "vocabulary_table",
 ]
 
 #: Below this many rows in the FTS table, "any" is always the exact OR query.
@@ -62,8 +67,10 @@ EXACT_BELOW = 20_000
 RARE_SHARE = 0.001
 #: The AND query runs when at least this many rows are expected to hold every word.
 EXPECTED_AND = 1.0
-#: The df cache starts over when the table has grown or shrunk by this share since.
+#: The vocabulary is scanned again when the table has grown or shrunk by this share since.
 _DRIFT = 0.1
+#: Phrases of several tokens (runs of CJK characters) are counted one by one: at most
+#: this many counts are kept.
 _MAX_CACHED = 16_384
 
 
@@ -72,8 +79,8 @@ class AnyQueries:
     """The SQL the shortcut runs on one FTS table; result rows end with the bm25 score."""
 
     averages: str  # FTS5's averages record (rowid 1 of the data table)
+    vocabulary: str  # (term, df) of every term in more than one row
     phrase_docs: str  # rows holding one phrase (?)
-    capped_docs: str  # rows matching a query (?1), counted up to ?2
     bm25: str  # the best :limit rows for :query, by bm25()
 
 
@@ -95,10 +102,17 @@ def any_queries(fts: str, outer: str) -> AnyQueries:
     )
     return AnyQueries(
         averages=f"SELECT block FROM {fts}_data WHERE id = 1",
+        vocabulary=f"SELECT term, doc FROM temp.{fts}_vocab WHERE doc > 1",
         phrase_docs=f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?",
-        capped_docs=f"SELECT count(*) FROM (SELECT 1 FROM {fts} WHERE {fts} MATCH ?1 LIMIT ?2)",
         bm25=outer.format(ranked=bm25),
     )
+
+
+def vocabulary_table(fts: str) -> str:
+    """The fts5vocab table a reader connection creates in its temp schema for FTS table
+    `fts` (before it turns query_only): temp, so the file's schema stays the migrations'
+    alone and other SQLite clients see nothing of it."""
+    return f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{fts}_vocab USING fts5vocab(main, {fts}, row)"
 
 
 def varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -124,13 +138,15 @@ def fts_row_count(conn: apsw.Connection, queries: AnyQueries) -> int:
 
 
 class AnyShortcut:
-    """Per-store state of the shortcut: its SQL and the df cache. Thread-safe."""
+    """Per-store state of the shortcut: its SQL, the vocabulary's dfs. Thread-safe."""
 
     def __init__(self, queries: AnyQueries) -> None:
         self.queries = queries
-        self._df: dict[str, int] = {}
-        self._df_rows = 0
-        self._lock = threading.Lock()
+        self._vocabulary: dict[str, int] = {}  # token -> df, for tokens in 2+ rows
+        self._vocabulary_rows = 0  # the table's rows when the vocabulary was scanned
+        self._phrase_df: dict[str, int] = {}  # phrases of several tokens, counted
+        self._lock = threading.Lock()  # the phrase counts
+        self._scan_lock = threading.Lock()  # one vocabulary scan at a time
 
     def rows(self, conn: apsw.Connection, terms: Sequence[Term], limit: int) -> list[Any] | None:
         """The result rows for a large table, or None: run the exact OR query."""
@@ -144,7 +160,7 @@ class AnyShortcut:
         rare: list[Term] = []
         common: list[Term] = []
         expected = float(total)  # rows holding every word, were the words independent
-        for term, df in zip(terms, self._doc_freqs(conn, terms, total, cutoff), strict=True):
+        for term, df in zip(terms, self._doc_freqs(conn, terms, total), strict=True):
             expected *= df / total
             (rare if df <= cutoff else common).append(term)
         if not common:  # every posting list is short: exact OR is cheap
@@ -158,42 +174,42 @@ class AnyShortcut:
             rows = _merge(holding_all, any_rare, limit)
         return rows if len(rows) >= limit else None
 
-    def _doc_freqs(
-        self, conn: apsw.Connection, terms: Sequence[Term], total: int, cutoff: float
-    ) -> list[int]:
-        """Each term's df, from the cache or counted (and cached).
+    def _doc_freqs(self, conn: apsw.Connection, terms: Sequence[Term], total: int) -> list[int]:
+        """Each term's df: a word's from the vocabulary (1 when it is in no more than one
+        row, or new since the scan), a phrase of several tokens counted once and kept."""
+        vocabulary = self._current_vocabulary(conn, total)
+        dfs = []
+        for term in terms:
+            if len(term.tokens) == 1:
+                dfs.append(vocabulary.get(term.tokens[0], 1))
+                continue
+            with self._lock:
+                df = self._phrase_df.get(term.phrase)
+            if df is None:
+                found: Any = conn.execute(
+                    self.queries.phrase_docs, (f'"{term.phrase}"',)
+                ).fetchall()
+                df = int(found[0][0])
+                with self._lock:
+                    if len(self._phrase_df) >= _MAX_CACHED:
+                        self._phrase_df.clear()
+                    self._phrase_df[term.phrase] = df
+            dfs.append(df)
+        return dfs
 
-        Counting costs ~15 µs per word even for a rare one (an FTS5 cursor each), and a
-        query's rare words are mostly new to the cache. So words not cached are first
-        counted together: when the rows holding any of them are at most `cutoff`, each
-        is rare and that count is cached as its df (an upper bound: it only makes the
-        AND query run a little more often). Otherwise each is counted alone.
-        """
-        with self._lock:
-            if abs(total - self._df_rows) > _DRIFT * self._df_rows or len(self._df) > _MAX_CACHED:
-                self._df.clear()
-                self._df_rows = total
-            dfs = [self._df.get(term.phrase) for term in terms]
-        unknown = [term for term, df in zip(terms, dfs, strict=True) if df is None]
-        counted = self._count(conn, unknown, cutoff) if unknown else {}
-        return [counted[t.phrase] if df is None else df for t, df in zip(terms, dfs, strict=True)]
-
-    def _count(self, conn: apsw.Connection, unknown: list[Term], cutoff: float) -> dict[str, int]:
-        counted: dict[str, int] = {}
-        if len(unknown) > 1:
-            cap = int(cutoff) + 1
-            found: Any = conn.execute(
-                self.queries.capped_docs, (phrases(unknown, " OR "), cap)
-            ).fetchall()
-            if int(found[0][0]) < cap:
-                counted = dict.fromkeys((term.phrase for term in unknown), int(found[0][0]))
-        for term in unknown:
-            if term.phrase not in counted:
-                found = conn.execute(self.queries.phrase_docs, (f'"{term.phrase}"',)).fetchall()
-                counted[term.phrase] = int(found[0][0])
-        with self._lock:
-            self._df.update(counted)
-        return counted
+    def _current_vocabulary(self, conn: apsw.Connection, total: int) -> dict[str, int]:
+        """The vocabulary's dfs, scanned again when the table has changed size by more
+        than `_DRIFT` (every term's doclist is read: ~25-40 ms on 100,000 facts)."""
+        if abs(total - self._vocabulary_rows) <= _DRIFT * self._vocabulary_rows:
+            return self._vocabulary
+        with self._scan_lock:  # a search that arrives meanwhile waits for this scan
+            if abs(total - self._vocabulary_rows) > _DRIFT * self._vocabulary_rows:
+                rows: Any = conn.execute(self.queries.vocabulary).fetchall()
+                self._vocabulary = dict(rows)
+                self._vocabulary_rows = total
+                with self._lock:
+                    self._phrase_df.clear()
+        return self._vocabulary
 
 
 def _run(conn: apsw.Connection, text: str, params: dict[str, Any]) -> list[Any]:

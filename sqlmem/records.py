@@ -29,6 +29,7 @@ __all__ = [
     "dt_from_ms",
     "dt_to_ms",
     "dumps_json",
+    "facts_from_rows",
     "message_from_values",
     "messages_from_rows",
     "now_ms",
@@ -318,6 +319,52 @@ def messages_from_rows(
             set_private(record, None)
         else:
             record = Message.model_construct(**values)
+        append(record)
+    return out
+
+
+_FACT_FIELDS_SET = set(_FACT_FIELDS)
+
+
+def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact]:
+    """Facts from stored rows, without validation (the engine wrote them itself).
+
+    A row is (id, content, source, category, tags JSON, metadata JSON, created_at ms,
+    updated_at ms), then with `ranked` its bm25 score (lower is better; the Fact gets it
+    negated, higher is better). `build_fact` inlined in one loop, as `messages_from_rows`:
+    a search builds up to top_k facts on every call (~1.1 -> ~0.8 µs a fact).
+    """
+    out: list[Fact] = []
+    append = out.append
+    fast, new, set_dict, fields = _FAST, _new, _set, _FACT_FIELDS_SET
+    set_fields_set, set_extra, set_private = _set_fields_set, _set_extra, _set_private
+    cached_datetime, new_datetime, loads = _DATETIMES.get, _new_datetime, json.loads
+    score = None
+    for row in rows:
+        if ranked:
+            fact_id, content, source, category, tags, meta, created, updated, rank = row
+            score = -rank
+        else:
+            fact_id, content, source, category, tags, meta, created, updated = row
+        values = {
+            "id": fact_id,
+            "content": content,
+            "source": source,
+            "tags": [] if tags == "[]" else _tag_list(tags),
+            "category": category,
+            "metadata": {} if meta == "{}" else loads(meta),
+            "created_at": cached_datetime(created) or new_datetime(created),
+            "updated_at": cached_datetime(updated) or new_datetime(updated),
+            "score": score,
+        }
+        if fast:  # `_unvalidated` inlined
+            record = new(Fact)
+            set_dict(record, "__dict__", values)
+            set_fields_set(record, fields.copy())
+            set_extra(record, None)
+            set_private(record, None)
+        else:
+            record = Fact.model_construct(**values)
         append(record)
     return out
 

@@ -112,38 +112,56 @@ def test_shortcut_skips_the_and_query_when_no_row_should_hold_every_word(
             assert fact.score == pytest.approx(exact[fact.id], rel=1e-9)
 
 
-def test_new_rare_words_are_counted_together(
+def test_dfs_come_from_one_vocabulary_scan(
     large: sqlmem.MemoryDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Words new to the df cache are first counted as one OR (capped at the cutoff): when
-    few rows hold any of them, each is rare and that count stands for its df."""
-    monkeypatch.setattr(fts_any, "EXACT_BELOW", 1000)
-    counts: list[str] = []
+    """Words are not counted one by one: the table's vocabulary is read once, and again
+    only when the table has grown by more than the drift share."""
+    ran: list[str] = []
+    shortcut = large.facts._any
     with large._engine.read() as conn:
-        conn.set_exec_trace(lambda _c, sql, _b: counts.append(sql) or True)
-        shortcut = large.facts._any
-        shortcut.rows(conn, _terms(large, "zebra quokka"), 10)
-        # zebra (12 facts) and quokka (5) share f0000: 16 facts hold either, < 31 (1%).
-        assert counts == [facts_sql.ANY.averages, facts_sql.ANY.capped_docs]
-        assert shortcut._df == {"zebra": 16, "quokka": 16}
-        counts.clear()
-        shortcut.rows(conn, _terms(large, "zebra the"), 10)
-        # Only 'the' is new: counted alone.
-        assert counts[:2] == [facts_sql.ANY.averages, facts_sql.ANY.phrase_docs]
-        counts.clear()
-        shortcut.rows(conn, _terms(large, "w1 w2"), 10)
-        # Both new and common (~5% each): the capped OR reaches the cap, each is counted.
-        assert counts[:4] == [
-            facts_sql.ANY.averages,
-            facts_sql.ANY.capped_docs,
-            facts_sql.ANY.phrase_docs,
-            facts_sql.ANY.phrase_docs,
-        ]
-        assert shortcut._df["w1"] > 31 and shortcut._df["w2"] > 31
-        assert shortcut._df["the"] == 1500 and shortcut._df["zebra"] == 16
+        conn.set_exec_trace(lambda _c, sql, _b: ran.append(sql) or True)
+        shortcut.rows(conn, _terms(large, "zebra quokka the"), 10)
+        assert ran[:2] == [facts_sql.ANY.averages, facts_sql.ANY.vocabulary]
+        # Exact dfs (porter stems: "the" and "zebra" are their own stems); words in a
+        # single row are left out of the map and count as 1.
+        assert shortcut._vocabulary["the"] == 1500
+        assert shortcut._vocabulary["zebra"] == 12
+        assert shortcut._vocabulary["quokka"] == 5
+        ran.clear()
+        shortcut.rows(conn, _terms(large, "w1 w2 zebra"), 10)
+        assert facts_sql.ANY.vocabulary not in ran
+        assert facts_sql.ANY.phrase_docs not in ran
         conn.set_exec_trace(None)
-    got = [(f.id, f.score) for f in large.facts.search("zebra quokka", 20)]
-    assert got == _exact(large, ["zebra", "quokka"], 20)  # no common word: still exact
+    large.facts.index_many(Fact(id=f"new{i}", content=f"the okapi w{i}") for i in range(200))
+    with large._engine.read() as conn:
+        shortcut.rows(conn, _terms(large, "the zebra"), 10)  # +6.7%: within the drift
+        assert "okapi" not in shortcut._vocabulary
+    large.facts.index_many(Fact(id=f"more{i}", content=f"the okapi v{i}") for i in range(200))
+    with large._engine.read() as conn:
+        shortcut.rows(conn, _terms(large, "the zebra"), 10)  # +13%: scanned again
+        assert shortcut._vocabulary["okapi"] == 400
+        assert shortcut._vocabulary["the"] == 1900
+
+
+def test_phrases_of_several_tokens_are_counted_once(open_db: OpenDB) -> None:
+    """A run of CJK characters is a phrase of one token per character: the vocabulary
+    has no entry for it, so it is counted, once, and kept."""
+    db = open_db()
+    db.facts.index_many(
+        Fact(id=f"f{i}", content=f"the w{i % 50} {'我喜欢编程' if i % 100 == 0 else ''}")
+        for i in range(3000)
+    )
+    ran: list[str] = []
+    with db._engine.read() as conn:
+        conn.set_exec_trace(lambda _c, sql, _b: ran.append(sql) or True)
+        for _ in range(2):
+            db.facts._any.rows(conn, _terms(db, "the 喜欢编程"), 10)
+        conn.set_exec_trace(None)
+    assert ran.count(facts_sql.ANY.phrase_docs) == 1
+    assert db.facts._any._phrase_df == {"喜 欢 编 程": 30}
+    got = {f.id for f in db.facts.search("the 喜欢编程", 30)}
+    assert got == {f"f{i}" for i in range(0, 3000, 100)}  # the rare phrase ranks first
 
 
 def _terms(db: sqlmem.MemoryDB, text: str) -> list[Any]:

@@ -106,6 +106,27 @@ def test_messages_from_rows_equal_model_construct(
     assert again.model_fields_set == set(Message.model_fields)
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_facts_from_rows_equal_build_fact(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inlined fact builder (searches, listings) gives build_fact's records."""
+    monkeypatch.setattr(records, "_FAST", fast)
+    rows = [
+        ("i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 1_795_000_000_123),
+        ("j", "plain", "", "", "[]", "{}", 7, 7),
+    ]
+    listed = records.facts_from_rows(rows, ranked=False)
+    assert listed == [records.build_fact(*r) for r in rows]
+    ranked = records.facts_from_rows([(*r, -2.5) for r in rows], ranked=True)
+    assert ranked == [records.build_fact(*r, 2.5) for r in rows]
+    assert [repr(f) for f in ranked] == [repr(records.build_fact(*r, 2.5)) for r in rows]
+    assert all(f.model_fields_set == set(Fact.model_fields) for f in ranked)
+    # Each record owns its containers.
+    ranked[0].tags.append("v")
+    ranked[0].metadata["y"] = 2
+    again = records.facts_from_rows(rows[:1], ranked=False)[0]
+    assert again.tags == ["t", "u"] and again.metadata == {"k": [1, {"x": None}]}
+
+
 @pytest.mark.parametrize(
     "ms",
     [
