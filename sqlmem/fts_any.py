@@ -169,9 +169,11 @@ class AnyShortcut:
         if not rare:
             rows = _run(conn, q.bm25, every)
         else:
-            holding_all = _run(conn, q.bm25, every) if expected >= EXPECTED_AND else []
             any_rare = _run(conn, q.bm25, {"query": phrases(rare, " OR "), "limit": limit})
-            rows = _merge(holding_all, any_rare, limit)
+            if expected >= EXPECTED_AND:
+                rows = _merge(_run(conn, q.bm25, every), any_rare, limit)
+            else:  # already the best `limit`, in order
+                rows = any_rare
         return rows if len(rows) >= limit else None
 
     def _doc_freqs(self, conn: apsw.Connection, terms: Sequence[Term], total: int) -> list[int]:

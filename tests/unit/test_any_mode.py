@@ -69,9 +69,9 @@ def test_shortcut_puts_rare_word_facts_first(
 ) -> None:
     ran = _record_queries(monkeypatch)
     got = large.facts.search("the zebra", 10)
-    # ~6 facts are expected to hold both words: the AND query, then the rare word's OR;
+    # ~6 facts are expected to hold both words: the rare word's OR, then the AND query;
     # no fallback to the exact OR query.
-    assert ran == ['"the" AND "zebra"', '"zebra"']
+    assert ran == ['"zebra"', '"the" AND "zebra"']
     assert len(got) == 10
     assert all("zebra" in f.content for f in got)  # all 12 zebra facts outrank 'the' only
     exact = dict(_exact(large, ["the", "zebra"], 3000))
