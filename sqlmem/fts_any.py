@@ -19,8 +19,9 @@ caller runs its exact OR query):
   table in each reader connection's temp schema), kept per store and taken again when
   the table has grown or shrunk by `_DRIFT`. Counting a query's words one by one cost
   ~15 µs a word and was most of the shortcut's time (a query's rare words are mostly
-  new to any per-word cache); the scan costs ~25-40 ms on 100,000 facts, once. A stale
-  df only steers the plan, it never changes a score.
+  new to any per-word cache); the scan costs ~25-40 ms on 100,000 facts, once, and the
+  map of the terms in two rows or more ~3.7 MB (32,000 terms). A stale df only steers
+  the plan, it never changes a score.
 * Rare and common words: the candidates are the best `top_k` rows of the OR of the rare
   words (scored on the rare words), plus, when at least `EXPECTED_AND` rows are expected
   to hold every word (df product, as if words were independent), the best `top_k` rows
