@@ -412,23 +412,13 @@ def build_fact(
 ) -> Fact:
     """A Fact from its stored values (JSON text, unix ms), without validation.
 
-    The one builder of both fact stores (the in-memory twin keeps rows as stored too).
+    For one fact (`get`, the in-memory twin); many come from `facts_from_rows`, which this
+    calls so that both stores build facts one way.
     """
-    return _unvalidated(  # type: ignore[no-any-return]
-        Fact,
-        _FACT_FIELDS,
-        {
-            "id": fact_id,
-            "content": content,
-            "source": source,
-            "tags": _tag_list(tags),
-            "category": category,
-            "metadata": {} if metadata == "{}" else json.loads(metadata),
-            "created_at": dt_from_ms(created_ms),
-            "updated_at": dt_from_ms(updated_ms),
-            "score": score,
-        },
-    )
+    row = (fact_id, content, source, category, tags, metadata, created_ms, updated_ms)
+    if score is None:
+        return facts_from_rows([row], ranked=False)[0]
+    return facts_from_rows([(*row, -score)], ranked=True)[0]
 
 
 def _construct_ok() -> bool:

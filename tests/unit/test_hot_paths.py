@@ -107,19 +107,33 @@ def test_messages_from_rows_equal_model_construct(
 
 
 @pytest.mark.parametrize("fast", [True, False])
-def test_facts_from_rows_equal_build_fact(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The inlined fact builder (searches, listings) gives build_fact's records."""
+def test_facts_from_rows_equal_model_construct(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inlined fact builder (searches, listings, and build_fact) and its
+    model_construct fallback give the same records."""
     monkeypatch.setattr(records, "_FAST", fast)
     rows = [
         ("i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 1_795_000_000_123),
         ("j", "plain", "", "", "[]", "{}", 7, 7),
     ]
-    listed = records.facts_from_rows(rows, ranked=False)
-    assert listed == [records.build_fact(*r) for r in rows]
+    want = [
+        Fact.model_construct(
+            id="i", content="c", source="s", tags=["t", "u"], category="a/b",
+            metadata={"k": [1, {"x": None}]}, created_at=records.EPOCH + timedelta(0, 0, 0, 5),
+            updated_at=records.EPOCH + timedelta(0, 0, 0, 1_795_000_000_123), score=2.5,
+        ),
+        Fact.model_construct(
+            id="j", content="plain", source="", tags=[], category="", metadata={},
+            created_at=records.EPOCH + timedelta(0, 0, 0, 7),
+            updated_at=records.EPOCH + timedelta(0, 0, 0, 7), score=2.5,
+        ),
+    ]  # fmt: skip
     ranked = records.facts_from_rows([(*r, -2.5) for r in rows], ranked=True)
-    assert ranked == [records.build_fact(*r, 2.5) for r in rows]
-    assert [repr(f) for f in ranked] == [repr(records.build_fact(*r, 2.5)) for r in rows]
+    assert ranked == want
+    assert [repr(f) for f in ranked] == [repr(f) for f in want]
     assert all(f.model_fields_set == set(Fact.model_fields) for f in ranked)
+    listed = records.facts_from_rows(rows, ranked=False)
+    assert listed == [f.model_copy(update={"score": None}) for f in want]
+    assert [records.build_fact(*r, 2.5) for r in rows] == want
     # Each record owns its containers.
     ranked[0].tags.append("v")
     ranked[0].metadata["y"] = 2
