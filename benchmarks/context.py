@@ -6,6 +6,7 @@ import gc
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,14 @@ class Context:
         builders of the shared databases after building them."""
         gc.collect()
         os.sync()
+
+    def warm(self, count: int, seed: int, calls: Sequence[Callable[[str], object]]) -> None:
+        """Run `count` OTHER queries (not the timed ones) through every call: the steady
+        state of a long-running store, with its vocabulary scanned and its page cache
+        warm. Both sides run them, so both page caches are equally warm."""
+        for q, _ in self.corpus.queries(count, seed=seed):
+            for call in calls:
+                call(q)
 
     def sizes_dict(self) -> dict[str, Any]:
         return asdict(self.sizes)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
 from typing import Any
 
 import apsw
@@ -66,15 +65,6 @@ def _ids(rows: list[Any]) -> list[str]:
     return [r[0] for r in rows]
 
 
-def _warm(ctx: Context, count: int, calls: list[Callable[[str], object]]) -> None:
-    """Run `count` OTHER queries through every call: the steady state of a long-running
-    store, where common words are in the df cache and a query's rare words mostly are
-    not. Both sides run them, so both page caches are equally warm."""
-    for q, _ in ctx.corpus.queries(count, seed=43):
-        for call in calls:
-            call(q)
-
-
 def _agreement(got: dict[str, list[Any]], name: str) -> float:
     exact = got["raw_or"]
     return sum(agreement(a, b) for a, b in zip(got[name], exact, strict=True)) / len(exact)
@@ -85,7 +75,7 @@ def w3_fact_search(ctx: Context) -> list[Row]:
     raw, db = fact_dbs(ctx, s.w3_facts, "facts")
     queries = [q for q, _ in ctx.corpus.queries(s.w3_queries, seed=41)]
     search = db.facts.search
-    _warm(ctx, 3 * s.w3_queries, [
+    ctx.warm(3 * s.w3_queries, 43, [
         lambda q: search(q, 10, mode="any"), lambda q: search(q, 10, mode="all"),
         lambda q: raw.search(q, 10, "AND"), lambda q: raw.search(q, 10, "OR"),
     ])  # fmt: skip
@@ -127,7 +117,7 @@ def w3p_any_prototypes(ctx: Context) -> list[Row]:
     rescore = RescoreAny(proto_conn, cutoff=0.01, m=50)
     pruned = PrunedOr(proto_conn, cutoff=0.01)
     and_or = AndThenOr(proto_conn)
-    _warm(ctx, 3 * s.w3_queries, [
+    ctx.warm(3 * s.w3_queries, 43, [
         lambda q: search(q, 10, mode="any"), lambda q: raw.search(q, 10, "AND"),
         lambda q: raw.search(q, 10, "OR"),
         *(lambda q, p=p: p.split(p.tokens(q)) for p in (split, rescore, pruned)),

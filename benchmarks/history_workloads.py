@@ -201,10 +201,10 @@ def w2_get_recent(ctx: Context) -> list[Row]:
 def w5_history_search(ctx: Context) -> list[Row]:
     raw, db = _history_dbs(ctx)
     queries = [q for q, _ in ctx.corpus.queries(ctx.sizes.w5_queries, seed=51)]
-    for q, _ in ctx.corpus.queries(3 * ctx.sizes.w5_queries, seed=53):  # as W3: other queries
-        db.history.search(q, top_k=10)
-        raw.search(q, 10, "AND")
-        raw.search(q, 10, "OR")
+    ctx.warm(3 * ctx.sizes.w5_queries, 53, [
+        lambda q: db.history.search(q, top_k=10),
+        lambda q: raw.search(q, 10, "AND"), lambda q: raw.search(q, 10, "OR"),
+    ])  # fmt: skip
     got: dict[str, list[Any]] = {}
     samples = latency_interleaved(
         {
