@@ -8,7 +8,11 @@ Filters are SQL predicates over `facts AS f`, named parameters supplied by
 `Filters.params()`:
 - tags: a count of the fact's `fact_tags` rows among the wanted tags (an index lookup per
   candidate through fact_tags_fact) must equal the number of distinct wanted tags; the tags
-  arrive as one bound JSON array so the text does not depend on how many there are.
+  arrive as one bound JSON array so the text does not depend on how many there are. The
+  unary `+` on `t.tag` keeps SQLite from seeking (fact_pk, tag) once per wanted tag: it
+  reads the candidate's own few tags and tests each against the wanted list, built once
+  per statement. Without it a filter of 500 tags cost ~100x one of 2 tags (issue 23
+  item 17: 360 ms against 3 ms for `list` on 10,000 facts); with it ~1.2x.
 - category: equal, or in the half-open range [cat + "/", cat + "0"), which holds exactly
   the paths below `cat` because category characters are ASCII and "0" follows "/".
 - metadata: no wanted (key, value) pair may lack an equal pair in the fact's metadata.
@@ -53,7 +57,7 @@ UPSERT_CHUNK = 1000
 
 _TAGS = (
     "(SELECT count(*) FROM fact_tags AS t WHERE t.fact_pk = f.pk"
-    " AND t.tag IN (SELECT value FROM json_each(:tags))) = :ntags"
+    " AND +t.tag IN (SELECT value FROM json_each(:tags))) = :ntags"
 )
 _CATEGORY = "(f.category = :cat OR (f.category >= :cat_lo AND f.category < :cat_hi))"
 _SOURCE = "f.source = :source"
