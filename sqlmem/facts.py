@@ -37,6 +37,12 @@ only runs as AND; when that finds fewer than `top_k` facts the exact OR query ru
 Trade-off and numbers in `sqlmem.fts_any`: ~3.5x faster than exact OR at the median on
 100,000 facts, top-10 agreement with it 0.95.
 
+Long queries are bounded (`sqlmem.query.MAX_QUERY_TERMS`): in modes "any" and "all" at
+most 64 distinct words reach FTS5, the rarest (row counts read from the vocabulary in the
+search's own snapshot; see `query.rarest_terms` for what the result then means); a raw
+query of more words is refused with `InvalidQueryError`, FTS5 syntax not being safely
+trimmable.
+
 Reads use a pooled reader connection, writes one short `BEGIN IMMEDIATE` transaction
 through the engine's writer.
 """
@@ -65,26 +71,31 @@ from .filters import (
     merge_batch,
     prepare_fact,
 )
-from .fts_any import AnyShortcut
+from .fts_any import AnyShortcut, capped_terms
 from .protocols import SearchMode
-from .query import QueryCompiler, compiler_for
+from .query import (
+    MAX_QUERY_TERMS,
+    Mode,
+    QueryCompiler,
+    Term,
+    check_raw_query,
+    compiler_for,
+    phrases,
+)
 from .records import Fact, build_fact, dumps_json, facts_from_rows, now_ms
 
-__all__ = ["SQLiteFactStore", "compile_query"]
+__all__ = ["SQLiteFactStore", "raw_match"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def compile_query(compiler: QueryCompiler, query: object, mode: object) -> str | None:
-    """The MATCH text for a user query, or None when nothing can match.
-
-    Lone surrogates (which UTF-8 cannot hold) are dropped from the query, as the SPEC says.
-    """
-    text = check_query(query, mode)
-    if mode == "raw":
-        text = _SURROGATE.sub("", text)
-        return text if text.strip() else None
-    return compiler.match(text, "all" if mode == "all" else "any")
+def raw_match(query: str) -> str | None:
+    """A `mode="raw"` query as MATCH text (FTS5 syntax, passed through), or None when it
+    is blank. Lone surrogates (which UTF-8 cannot hold) are dropped, as the SPEC says; more
+    than `MAX_QUERY_TERMS` words raise `InvalidQueryError` (`query.check_raw_query`)."""
+    text = _SURROGATE.sub("", query)
+    check_raw_query(text)
+    return text if text.strip() else None
 
 
 class SQLiteFactStore:
@@ -194,23 +205,36 @@ class SQLiteFactStore:
         metadata: Mapping[str, Any] | None = None,
     ) -> list[Fact]:
         compiler = self._query_compiler()
-        match = compile_query(compiler, query, mode)
+        text = check_query(query, mode)
+        terms: tuple[Term, ...] = ()
+        words: Mode = "all" if mode == "all" else "any"
+        if mode == "raw":
+            match = raw_match(text)
+        else:
+            terms = compiler.terms(text)
+            # A long query is cut to its rarest terms below, in the read snapshot.
+            match = compiler.match(text, words) if len(terms) <= MAX_QUERY_TERMS else None
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
-        if match is None or limit <= 0:
+        if (match is None and not terms) or limit <= 0:
             return []
         if filters is NO_FILTERS:  # the common case: constant text, no filter params
-            text, params = _SEARCH_UNFILTERED, {"query": match, "limit": limit}
+            statement, params = _SEARCH_UNFILTERED, {"query": match, "limit": limit}
         else:
-            text, params = sql.search_sql(filters.key), filters.params()
+            statement, params = sql.search_sql(filters.key), filters.params()
             params["query"], params["limit"] = match, limit
         with self._engine.read() as conn:
+            if match is None:
+                terms = capped_terms(conn, sql.ANY, terms, words)
+                match = params["query"] = phrases(terms, " OR " if words == "any" else " AND ")
+                if match is None:  # no kept word is in any row
+                    return []
             if mode == "any" and filters is NO_FILTERS:
-                found = self._any.rows(conn, compiler.terms(query), limit)
+                found = self._any.rows(conn, terms, limit)
                 if found is not None:
                     return facts_from_rows(found, ranked=True)
             try:
-                rows: list[Any] = conn.execute(text, params).fetchall()
+                rows: list[Any] = conn.execute(statement, params).fetchall()
             except apsw.SQLError as exc:
                 if mode != "raw":
                     raise  # a bug, not the user's query: mapped by the engine

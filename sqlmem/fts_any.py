@@ -41,6 +41,7 @@ longer texts, where the common words weigh more) the agreement is 0.88.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ from typing import Any
 
 import apsw
 
-from .query import Term, phrases
+from .query import MAX_QUERY_TERMS, Mode, Term, phrases, rarest_terms, tokens_of
 
 __all__ = [
     "EXACT_BELOW",
@@ -57,6 +58,7 @@ __all__ = [
     "AnyQueries",
     "AnyShortcut",
     "any_queries",
+    "capped_terms",
     "fts_row_count",
     "varint",
     "vocabulary_table",
@@ -83,6 +85,7 @@ class AnyQueries:
     vocabulary: str  # (term, df) of every term in more than one row
     phrase_docs: str  # rows holding one phrase (?)
     bm25: str  # the best :limit rows for :query, by bm25()
+    token_docs: str  # (term, rows holding it) for the tokens of a JSON array (?)
 
 
 def any_queries(fts: str, outer: str) -> AnyQueries:
@@ -106,6 +109,9 @@ def any_queries(fts: str, outer: str) -> AnyQueries:
         vocabulary=f"SELECT term, doc FROM temp.{fts}_vocab WHERE doc > 1",
         phrase_docs=f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?",
         bm25=outer.format(ranked=bm25),
+        token_docs=(
+            f"SELECT term, doc FROM temp.{fts}_vocab WHERE term IN (SELECT value FROM json_each(?))"
+        ),
     )
 
 
@@ -213,6 +219,22 @@ class AnyShortcut:
                 with self._lock:
                     self._phrase_df.clear()
         return self._vocabulary
+
+
+def capped_terms(
+    conn: apsw.Connection, queries: AnyQueries, terms: Sequence[Term], mode: Mode
+) -> tuple[Term, ...]:
+    """`terms` when they are at most `MAX_QUERY_TERMS`, else the rarest of them
+    (`query.rarest_terms`), with exact row counts read in the search's own snapshot.
+
+    One statement, only for long queries: the vocabulary is looked up per token (~15 µs
+    each, so at most ~60 ms for the `MAX_QUERY_WORDS_READ` words a query can bring).
+    """
+    if len(terms) <= MAX_QUERY_TERMS:
+        return tuple(terms)
+    wanted = json.dumps(sorted(tokens_of(terms)), ensure_ascii=False)
+    found: Any = conn.execute(queries.token_docs, (wanted,)).fetchall()
+    return rarest_terms(terms, dict(found), mode)
 
 
 def _run(conn: apsw.Connection, text: str, params: dict[str, Any]) -> list[Any]:

@@ -38,8 +38,8 @@ from .config import StoreConfig
 from .engine import Engine
 from .errors import InvalidArgumentError
 from .filters import check_limit
-from .fts_any import AnyShortcut
-from .query import compiler_for, segment
+from .fts_any import AnyShortcut, capped_terms
+from .query import MAX_QUERY_TERMS, compiler_for, phrases, segment
 from .records import (
     Message,
     ToolCall,
@@ -375,6 +375,8 @@ class SQLiteHistoryStore:
         `score` is the negated FTS5 bm25 (higher is better). On large histories the
         result may leave out messages made only of common words, and rank a message
         that holds some of the common words by its rare words (`sqlmem.fts_any`).
+        A query of more than `MAX_QUERY_TERMS` distinct words searches its rarest ones
+        (`query.rarest_terms`), like fact search.
         Any text is a valid query; one without words returns `[]`. Raises
         `InvalidArgumentError` when history search is off for this store.
         """
@@ -388,15 +390,22 @@ class SQLiteHistoryStore:
         if top_k <= 0:
             return []
         compiler = compiler_for(self._engine.tokenizer)
-        match = compiler.match(query, "any")
-        if match is None:
+        terms = compiler.terms(query)
+        if not terms:
             return []
+        # A long query is cut to its rarest terms (as fact search does), in the snapshot.
+        match = compiler.match(query, "any") if len(terms) <= MAX_QUERY_TERMS else None
         limit = min(top_k, _MAX_LIMIT)
         with self._engine.read() as conn:
+            if match is None:
+                terms = capped_terms(conn, sql.ANY, terms, "any")
+                match = phrases(terms, " OR ")
+                if match is None:  # no kept word is in any message
+                    return []
             if session_id is not None:  # a filter: exact, like filtered fact searches
                 rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
             else:
-                found = self._any.rows(conn, compiler.terms(query), limit)
+                found = self._any.rows(conn, terms, limit)
                 if found is None:  # a small history, or a query without common words
                     found = conn.execute(
                         sql.SEARCH_ALL, {"query": match, "limit": limit}

@@ -46,7 +46,7 @@ from .filters import (
     prepare_fact,
 )
 from .protocols import SearchMode
-from .query import QueryCompiler, Term, compiler_for
+from .query import MAX_QUERY_TERMS, QueryCompiler, Term, compiler_for, rarest_terms, tokens_of
 from .records import Fact, build_fact, now_ms
 
 __all__ = ["InMemoryFactStore"]
@@ -217,6 +217,14 @@ class InMemoryFactStore:
         if not terms or limit <= 0:
             return []
         with self._lock:
+            if len(terms) > MAX_QUERY_TERMS:  # the rarest, as the SQLite store keeps them
+                docs = Counter[str]()
+                wanted = tokens_of(terms)
+                for doc in self._docs.values():
+                    docs.update(wanted.intersection(doc.counts))
+                terms = rarest_terms(terms, docs, "all" if mode == "all" else "any")
+                if not terms:
+                    return []
             return self._ranked(terms, mode == "all", filters, limit)
 
     def _ranked(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ from .history import (
     encode_tool_calls,
     search_off_error,
 )
-from .query import compiler_for, segment
+from .query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 from .records import Message, ToolCall, dt_from_ms, dt_to_ms, now_ms
 
 __all__ = ["InMemoryHistoryStore"]
@@ -190,8 +191,8 @@ class InMemoryHistoryStore:
         top_k = check_count(top_k, "top_k")
         if top_k <= 0:
             return []
-        terms = [t.tokens for t in self._compiler.terms(query)]
-        if not terms:
+        found = self._compiler.terms(query)
+        if not found:
             return []
         with self._lock:
             docs = [s for session in self._sessions.values() for s in session.messages]
@@ -199,6 +200,13 @@ class InMemoryHistoryStore:
                 if doc.tokens is None:
                     text = doc.message.content
                     doc.tokens = self._compiler.tokens(segment(text) or text)
+            if len(found) > MAX_QUERY_TERMS:  # the rarest, as the SQLite store keeps them
+                counts = Counter[str]()
+                wanted = tokens_of(found)
+                for doc in docs:
+                    counts.update(wanted.intersection(doc.tokens or ()))
+                found = rarest_terms(found, counts, "any")
+            terms = [t.tokens for t in found]
             hits = _score(docs, terms, session_id)
             hits.sort(key=lambda pair: -pair[0])
             return [_copy(s.message, score) for score, s in hits[:top_k]]

@@ -18,14 +18,43 @@ import re
 import sys
 import threading
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Literal
 
 import apsw
 
-__all__ = ["QueryCompiler", "Term", "compiler_for", "phrases", "segment"]
+from .errors import InvalidQueryError
+
+__all__ = [
+    "MAX_QUERY_TERMS",
+    "MAX_QUERY_WORDS_READ",
+    "QueryCompiler",
+    "Term",
+    "check_raw_query",
+    "compiler_for",
+    "phrases",
+    "rarest_terms",
+    "segment",
+    "tokens_of",
+]
+
+#: The most distinct words a search in mode "any" or "all" sends to FTS5, and the most
+#: words a `mode="raw"` query may hold (its operators AND, OR, NOT, NEAR not counted).
+#: Why a cap: FTS5 scores every matching row over every phrase of the query, so a query's
+#: cost grows with (matching rows x phrases): superlinear in its length. Uncapped, a query
+#: of 10,000 words took seconds and a 1 MB raw query minutes (issue 23 item 6), holding a
+#: read snapshot (and so the WAL) all along. Measured on 19,000 facts with every query
+#: word in ~110 of them, an OR of 32 words took 2.6 ms, 64 words 6.2 ms, 128 words 18 ms,
+#: 512 words 116 ms: past 64 the cost turns superlinear, and 64 distinct words is far
+#: more than people or agents ask with.
+MAX_QUERY_TERMS = 64
+#: The most distinct words read from one query's text: the text after them is not read,
+#: so the work of reading a query (tokenizing; counting the rows of each word to keep the
+#: rarest `MAX_QUERY_TERMS`, ~15 µs a word) is bounded too, whatever its length: at most
+#: ~60-80 ms. Texts of 20 KB or so hold fewer distinct words and are read whole.
+MAX_QUERY_WORDS_READ = 4096
 
 # Scripts without word spaces (and Hangul, whose words carry suffixes): one token per char.
 _NO_SPACE = (
@@ -132,9 +161,12 @@ class QueryCompiler:
         return tuple(_first(t) for t in result)
 
     def terms(self, text: str) -> tuple[Term, ...]:
-        """The distinct words of a user query, in order of first appearance.
+        """The distinct words of a user query, in order of first appearance; at most
+        `MAX_QUERY_WORDS_READ` (the text after them is not read).
 
         Cached by text like `match`: a search in mode "any" needs both (~4 µs a query).
+        A query of more than `MAX_QUERY_TERMS` terms is cut to its rarest by the store
+        (`rarest_terms`), which alone knows how many rows hold each.
         """
         if len(text) > 256:
             return self._terms(text)
@@ -143,11 +175,13 @@ class QueryCompiler:
     def _terms(self, text: str) -> tuple[Term, ...]:
         seen: set[tuple[str, ...]] = set()
         terms: list[Term] = []
-        for word in _word_pattern().findall(_SURROGATE.sub("", text)):
-            for term in self._word_terms(word):
+        for word in _word_pattern().finditer(_SURROGATE.sub("", text)):
+            for term in self._word_terms(word.group()):
                 if term.tokens not in seen:
                     seen.add(term.tokens)
                     terms.append(term)
+                    if len(terms) == MAX_QUERY_WORDS_READ:
+                        return tuple(terms)
         return tuple(terms)
 
     def _terms_of_word(self, word: str) -> tuple[Term, ...]:
@@ -159,13 +193,67 @@ class QueryCompiler:
         return tuple(out)
 
     def match(self, text: str, mode: Mode) -> str | None:
-        """An FTS5 MATCH expression for `text`, or None when it has no words."""
+        """An FTS5 MATCH expression for `text`, or None when it has no words. For a query
+        of at most `MAX_QUERY_TERMS` terms; the stores cut longer ones first."""
         if len(text) > 256:  # long texts are rarely repeated; keep the cache small
             return self._match(text, mode)
         return self._cached_match(text, mode)
 
     def _match(self, text: str, mode: Mode) -> str | None:
         return phrases(self.terms(text), " OR " if mode == "any" else " AND ")
+
+
+def tokens_of(terms: Sequence[Term]) -> set[str]:
+    """The distinct tokens of `terms`: what `rarest_terms` needs the row counts of."""
+    return {token for term in terms for token in term.tokens}
+
+
+def rarest_terms(terms: Sequence[Term], docs: Mapping[str, int], mode: Mode) -> tuple[Term, ...]:
+    """At most `MAX_QUERY_TERMS` of a query's terms: the rarest, in query order.
+
+    `docs` maps each token to the number of indexed rows holding it (absent: none). A
+    term's rarity is that of its rarest token (exact for a word; for a run of CJK
+    characters, an upper bound on the rows holding the run). Ties keep the earlier word.
+
+    Mode "any" first leaves out the terms no row holds (they cannot add a match or a
+    score), then keeps the rarest: the result is the rows holding one of the kept words,
+    ranked on those words only; a row holding only dropped (commoner) words is not found.
+    Mode "all" keeps the rarest, which decide the intersection: the result is the rows
+    holding every kept word, so it may include rows lacking a dropped, commoner word.
+    When a word is in no row, nothing can match "all": no term is kept.
+    An empty result means the query cannot match. Both stores call this with the same
+    counts, so they keep the same terms.
+    """
+    rarity = [min(docs.get(token, 0) for token in term.tokens) for term in terms]
+    if mode == "all" and 0 in rarity:
+        return ()
+    candidates = [i for i in range(len(terms)) if rarity[i] > 0]
+    kept = sorted(sorted(candidates, key=rarity.__getitem__)[:MAX_QUERY_TERMS])
+    return tuple(terms[i] for i in kept)
+
+
+_RAW_OPERATORS = frozenset(("AND", "OR", "NOT", "NEAR"))
+
+
+def check_raw_query(text: str) -> None:
+    """Refuse a `mode="raw"` query of more than `MAX_QUERY_TERMS` words.
+
+    FTS5 syntax cannot be trimmed safely (dropping a word changes what the rest means),
+    so a long raw query is refused rather than cut. Every word counts, repeats too (each
+    is a phrase FTS5 scores); the operators do not.
+    """
+    if len(text) <= 2 * MAX_QUERY_TERMS:  # too short to hold that many words
+        return
+    count = 0
+    for word in _word_pattern().finditer(text):
+        if word.group() not in _RAW_OPERATORS:
+            count += 1
+            if count > MAX_QUERY_TERMS:
+                raise InvalidQueryError(
+                    f"a raw FTS5 query may hold at most {MAX_QUERY_TERMS} words "
+                    "(sqlmem.query.MAX_QUERY_TERMS; AND, OR, NOT and NEAR not counted); "
+                    "use mode 'any' or 'all' for longer text, which keep the rarest words"
+                )
 
 
 def phrases(terms: Sequence[Term], joiner: str) -> str | None:

@@ -64,6 +64,10 @@ REVIEWED_DYNAMIC = {
         "iterates the module constant _READER_TEMP_TABLES, built at import by "
         "fts_any.vocabulary_table() from the literal FTS table names"
     ),
+    ("fts_any.py", "queries.token_docs"): (
+        "an AnyQueries field: built once at import by fts_any.any_queries() from module "
+        "constants (the FTS table name), no value inside; the tokens are one bound JSON array"
+    ),
     ("fts_any.py", "q.bm25"): (
         "an AnyQueries field: built once at import by fts_any.any_queries() from module "
         "constants (the FTS table name and the store's column list), no value inside"
@@ -84,7 +88,8 @@ REVIEWED_NAMES = {
 
 #: Local variables passed to execute(), per (file, variable): assigned from a builder.
 REVIEWED_LOCALS = {
-    ("facts.py", "text"): "sql.search_sql(...) / sql.list_sql(...), shape-only builders",
+    ("facts.py", "text"): "sql.list_sql(...), a shape-only builder",
+    ("facts.py", "statement"): "_SEARCH_UNFILTERED or sql.search_sql(...), shape-only",
     ("history.py", "query"): "sql.SELECT_ALL or sql.SELECT_ALL_ACTIVE",
 }
 
