@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from .errors import InvalidArgumentError
 from .query import segment
-from .records import Fact, check_category, dt_to_ms, dumps_json
+from .records import Fact, check_category, dt_to_ms, dumps_json, encode_metadata_json
 
 __all__ = [
     "MAX_FACT_ID_LEN",
@@ -93,10 +93,7 @@ def prepare_fact(fact: object) -> FactRow:
     # Tags are strings (checked above): joining their JSON strings gives exactly what
     # dumps_json would, without the encoder's generic walk (~1 µs a fact in index_many).
     tags_json = "[" + ",".join(map(_json_string, tags)) + "]" if tags else "[]"
-    try:
-        meta_json = dumps_json(fact.metadata) if fact.metadata else "{}"
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"Fact.metadata must be JSON-serialisable: {exc}") from None
+    meta_json = encode_metadata_json(fact.metadata, "Fact.metadata") if fact.metadata else "{}"
     # One encode over everything catches lone surrogates before anything is written
     # (ASCII text, the usual case, cannot hold one and skips the encode).
     text = f"{fact_id}{content}{fact.source}{tags_json}{meta_json}"
@@ -317,10 +314,7 @@ def _metadata(metadata: object) -> dict[str, Any]:
         raise InvalidArgumentError("metadata must be a mapping with string keys")
     if not metadata:
         return {}
-    try:
-        text = dumps_json(dict(metadata))
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"metadata values must be JSON values: {exc}") from None
+    text = encode_metadata_json(dict(metadata), "metadata")
     _utf8(text, "metadata")
     # Round-trip so the Python predicate sees exactly the JSON types SQLite will see.
     return {"metadata": json.loads(text), "metadata_json": text}

@@ -45,6 +45,7 @@ from .records import (
     ToolCall,
     dt_to_ms,
     dumps_json,
+    encode_metadata_json,
     messages_from_rows,
     now_ms,
 )
@@ -157,10 +158,7 @@ def encode_tool_calls(tool_calls: Sequence[ToolCall]) -> str:
 def encode_metadata(metadata: dict[str, Any], name: str = "message.metadata") -> str:
     if not metadata:
         return "{}"
-    try:
-        return dumps_json(metadata)
-    except (TypeError, ValueError) as exc:
-        raise InvalidArgumentError(f"{name} must be JSON-serialisable: {exc}") from None
+    return encode_metadata_json(metadata, name)  # JSON, and nested at most 64 levels
 
 
 # -- the open hook ----------------------------------------------------------------------------

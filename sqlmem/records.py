@@ -17,8 +17,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .errors import InvalidArgumentError
+
 __all__ = [
     "EPOCH",
+    "MAX_METADATA_DEPTH",
     "Fact",
     "Message",
     "Role",
@@ -29,6 +32,7 @@ __all__ = [
     "dt_from_ms",
     "dt_to_ms",
     "dumps_json",
+    "encode_metadata_json",
     "facts_from_rows",
     "message_from_values",
     "messages_from_rows",
@@ -121,13 +125,67 @@ def _no_surrogates(value: str, field: str) -> str:
     return value
 
 
-def _json_without_surrogates(value: Any, field: str) -> None:
+#: How deeply metadata may nest: the metadata object is level 1, each object or array
+#: inside it one more. Deeper values are refused (InvalidArgumentError naming the field;
+#: a ValueError when a record is built) by every store and filter alike. Why a limit:
+#: without one a value nested ~1,000 levels raised RecursionError from Python's JSON
+#: encoder (issue 23 item 13), its exact depth depending on the caller's stack, and
+#: SQLite's JSON functions refuse more than 1,000 levels. 64 is far beyond real metadata
+#: and far inside both.
+MAX_METADATA_DEPTH = 64
+
+
+def encode_metadata_json(value: Any, field: str) -> str:
+    """`value` (metadata, or a metadata filter) as stored JSON text, or
+    InvalidArgumentError naming `field`: not JSON, or nested past `MAX_METADATA_DEPTH`.
+
+    The depth walk runs only when the text holds more than `MAX_METADATA_DEPTH` brackets
+    (two `str.count` calls otherwise: usual metadata costs nothing more).
+    """
     try:
-        dumps_json(value).encode("utf-8")
+        text = dumps_json(value)
+    except RecursionError as exc:
+        raise _too_deep(field) from exc
+    except (TypeError, ValueError) as exc:
+        raise InvalidArgumentError(f"{field} must be JSON-serialisable: {exc}") from None
+    if text.count("{") + text.count("[") > MAX_METADATA_DEPTH and _deeper_than(
+        value, MAX_METADATA_DEPTH
+    ):
+        raise _too_deep(field)
+    return text
+
+
+def _too_deep(field: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"{field} nests deeper than {MAX_METADATA_DEPTH} levels "
+        "(sqlmem.records.MAX_METADATA_DEPTH)"
+    )
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """True when `value` nests more than `limit` containers deep (no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _json_without_surrogates(value: Any, field: str) -> None:
+    """A record's JSON field: serialisable, not too deep, UTF-8 (ValueError otherwise:
+    InvalidArgumentError is one, which pydantic reports as a ValidationError)."""
+    try:
+        encode_metadata_json(value, field).encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"{field} contains a lone surrogate, which UTF-8 cannot store") from None
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{field} must be JSON-serialisable: {exc}") from None
 
 
 def check_category(value: str) -> str:
