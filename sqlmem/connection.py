@@ -23,13 +23,21 @@ from pathlib import Path
 import apsw
 
 from .config import StoreConfig
-from .errors import CorruptDatabaseError, SqlmemError, StorageBusyError, translate_errors
+from .errors import (
+    CorruptDatabaseError,
+    SqlmemError,
+    StorageBusyError,
+    map_os_error,
+    translate_errors,
+)
 
 __all__ = [
     "WalCheckpointer",
     "check_is_database",
     "connect",
     "ensure_file",
+    "ensure_folder",
+    "remove_folders",
     "require_fts5",
     "set_wal",
 ]
@@ -63,20 +71,69 @@ RESTART_WAIT_MS = 200
 
 
 def ensure_file(path: Path) -> None:
-    """Create missing parent folders (0700) and the database file (0600)."""
-    missing = []
-    parent = path.parent
-    while not parent.exists():
-        missing.append(parent)
-        parent = parent.parent
+    """Create missing parent folders (0700) and the database file (0600).
+
+    All or nothing: when the file cannot be created, the folders made for it are removed
+    again. Every OS failure, including those of looking at the parents (a name too long,
+    a folder we may not search), is a sqlmem error with the OSError as cause.
+    """
+    created = ensure_folder(path.parent)
     try:
-        for folder in reversed(missing):
-            folder.mkdir(mode=DIR_MODE, exist_ok=True)
-            os.chmod(folder, DIR_MODE)  # mkdir's mode is filtered by the umask
         fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
         os.close(fd)
     except OSError as exc:
-        raise SqlmemError(f"{path}: cannot create database file ({exc.strerror})") from exc
+        remove_folders(created)
+        raise map_os_error(exc, path, "cannot create database file") from exc
+
+
+def ensure_folder(folder: Path) -> list[Path]:
+    """Create `folder` and its missing parents (0700); returns those it created.
+
+    On failure, removes what it created and raises a sqlmem error (see `map_os_error`).
+    """
+    created: list[Path] = []
+    try:
+        for missing in _missing_folders(folder):
+            try:
+                missing.mkdir(mode=DIR_MODE)
+            except FileExistsError:  # made meanwhile by another process: not ours
+                continue
+            created.append(missing)
+            os.chmod(missing, DIR_MODE)  # mkdir's mode is filtered by the umask
+    except OSError as exc:
+        remove_folders(created)
+        raise map_os_error(exc, folder, "cannot create folder") from exc
+    return created
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and its parents that do not exist yet, outermost first.
+
+    os.stat rather than Path.exists(), which turns some errors into False and lets
+    others (EACCES, ENAMETOOLONG) escape: every error but "no such file" propagates.
+    """
+    missing: list[Path] = []
+    while True:
+        try:
+            os.stat(folder)
+        except FileNotFoundError:
+            missing.append(folder)
+            if folder.parent == folder:
+                break
+            folder = folder.parent
+            continue
+        break
+    missing.reverse()
+    return missing
+
+
+def remove_folders(created: list[Path]) -> None:
+    """Remove folders `ensure_folder` created, innermost first; best effort."""
+    for folder in reversed(created):
+        try:
+            folder.rmdir()
+        except OSError:
+            break  # not empty (someone else's file) or gone: leave the rest
 
 
 def _busy_timeout(conn: apsw.Connection, config: StoreConfig) -> None:

@@ -63,6 +63,9 @@ class Engine:
         #: Called (outside any lock) after a suspended engine reopened on use, so an
         #: owner that bounds open databases can suspend another one.
         self.on_reopen: Callable[[Engine], None] | None = None
+        #: Called (outside any lock, must not raise) when the last call in flight ends,
+        #: so an owner that bounds open databases can suspend one that went idle.
+        self.on_idle: Callable[[Engine], None] | None = None
         # A plain lock for the hot path (entering and leaving a call); the condition
         # around it only serves close(), which waits for calls in flight.
         self._lock = threading.Lock()
@@ -205,8 +208,12 @@ class Engine:
     def _leave(self) -> None:
         with self._lock:
             self._active -= 1
-            if not self._active and self._closed:
+            if self._active:
+                return
+            if self._closed:
                 self._state.notify_all()
+        if self.on_idle is not None:
+            self.on_idle(self)
 
     def write(self) -> _Writing:
         """One write transaction (a savepoint when nested)."""

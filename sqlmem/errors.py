@@ -8,6 +8,7 @@ exception kept as `__cause__`.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,6 +27,7 @@ __all__ = [
     "SqlmemError",
     "StorageBusyError",
     "StoreClosedError",
+    "map_os_error",
     "translate_errors",
 ]
 
@@ -122,3 +124,23 @@ def translate_errors(context: str = "") -> Iterator[None]:
         yield
     except apsw.Error as exc:
         raise map_apsw_error(exc, context) from exc
+
+
+#: OS errors that mean the path itself can never work as given (not a refusal that a
+#: change of permissions, space or time could lift).
+_BAD_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR})
+
+
+def map_os_error(exc: OSError, path: object, what: str) -> SqlmemError:
+    """The sqlmem error for a file-system call on `path` that failed; `exc` is its cause.
+
+    Paths reach the OS before SQLite sees them (folders and files are created by us), so
+    their failures are mapped here rather than left as OSError: InvalidArgumentError when
+    the path cannot work (name too long, symlink loop, a file where a folder should be),
+    SqlmemError for the OS's refusal (permissions, read-only or full disk).
+    """
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    cls = InvalidArgumentError if exc.errno in _BAD_PATH_ERRNOS else SqlmemError
+    mapped = cls(f"{path}: {what} ({reason})")
+    mapped.__cause__ = exc
+    return mapped

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,7 +36,13 @@ from .agent_ids import validate_agent_id
 from .config import StoreConfig, validation_message
 from .db import MemoryDB
 from .engine import Engine
-from .errors import InvalidArgumentError, SqlmemError, StoreClosedError, map_apsw_error
+from .errors import (
+    InvalidArgumentError,
+    SqlmemError,
+    StoreClosedError,
+    map_apsw_error,
+    map_os_error,
+)
 from .facts import SQLiteFactStore
 from .history import SQLiteHistoryStore
 from .protocols import FactStore, HistoryStore
@@ -209,6 +216,8 @@ class MemoryFactory:
                 if slot.db is not None or self._slots.get(agent_id) is not slot:
                     return None
             try:
+                if slot.config.data_dir is None and self._data_dir is not None:
+                    _refuse_links_below(self._data_dir, slot.path)
                 db = _open_db(slot.path, slot.config.store)
             except BaseException as exc:
                 with self._lock:
@@ -218,6 +227,7 @@ class MemoryFactory:
                     raise
                 raise error from exc
             db._engine.on_reopen = self._on_reopen
+            db._engine.on_idle = self._on_idle
             with self._lock:
                 current = not self._closed and self._slots.get(agent_id) is slot
                 if current:
@@ -294,10 +304,27 @@ class MemoryFactory:
         except Exception:  # the hook must not fail the caller's read or write
             _log.exception("%s: could not enforce max_open after reopen", engine.path)
 
-    def _enforce_bound(self, keep: Engine) -> None:
+    def _on_idle(self, engine: Engine) -> None:
+        """Engine hook, after every call: suspend idle databases while over the bound.
+
+        An open or reopen can only suspend databases idle at that moment; those busy in
+        other threads stayed open once they finished (16 threads, max_open=1: 7-8 open).
+        So the bound is enforced again when a call ends. Under the bound (the usual case)
+        this is one unlocked length check: no lock on the hot path.
+        """
+        if len(self._live) <= self._max_open:
+            return
+        try:
+            self._enforce_bound(keep=None)
+        except Exception:  # the hook must not fail the caller's read or write
+            _log.exception("%s: could not enforce max_open after a call", engine.path)
+
+    def _enforce_bound(self, keep: Engine | None) -> None:
         """Suspend least recently used idle databases until at most `max_open` are open."""
         with self._evicting:
             with self._lock:
+                if self._closed:
+                    return
                 live = [e for e in self._live if e.is_open and not e.closed]
                 self._live = set(live)
             excess = len(live) - self._max_open
@@ -376,6 +403,36 @@ def _folder(value: Any, name: str) -> Path | None:
     if not isinstance(text, str) or not text or "\x00" in text:
         raise InvalidArgumentError(f"{name} must be a non-empty path or None")
     return Path(text).expanduser().absolute()
+
+
+def _refuse_links_below(data_dir: Path, db_file: Path) -> None:
+    """InvalidArgumentError if a symlink lies between `data_dir` and the agent's files.
+
+    The rule: below the factory's `data_dir`, sqlmem follows no symlink (`agents/`, the
+    agent's folder, `memory.db` and its `-wal`/`-shm`). A link there could put an agent's
+    memory anywhere on disk (files created outside `data_dir`), or give two agents one
+    file (two writers, two memories mixed). `data_dir` itself may be a link, and an agent
+    with a `data_dir` of its own is not checked: both are the user's explicit choice.
+    Checked before anything is created; a link made after the check is not seen.
+    """
+    parts = db_file.relative_to(data_dir).parts
+    folders = [data_dir.joinpath(*parts[:i]) for i in range(1, len(parts))]
+    files = [db_file, Path(f"{db_file}-wal"), Path(f"{db_file}-shm")]
+    for candidate in folders + files:
+        try:
+            info = os.lstat(candidate)
+        except FileNotFoundError:
+            if candidate in folders:
+                return  # nothing below a missing folder exists yet
+            continue
+        except OSError as exc:
+            raise map_os_error(exc, candidate, "cannot use the agent's folder") from exc
+        if stat.S_ISLNK(info.st_mode):
+            raise InvalidArgumentError(
+                f"{candidate} is a symbolic link: an agent's files under the factory's "
+                f"data_dir ({data_dir}) must not go through links (give the agent a data_dir "
+                "of its own to keep its memory elsewhere)"
+            )
 
 
 def _check_agents(

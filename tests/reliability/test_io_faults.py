@@ -126,10 +126,16 @@ OPERATIONS: dict[str, Callable[[sqlmem.MemoryDB, Path], Any]] = {
     "get_recent": lambda db, _: db.history.get_recent("keep", 5),
     "checkpoint": lambda db, _: db.checkpoint(),
     "vacuum": lambda db, _: db.vacuum(),
-    "backup": lambda db, tmp: db.backup(tmp / "backups" / "copy.db"),
+    "backup": lambda db, tmp: _backup_afresh(db, tmp / "backups" / "copy.db"),
     "stats": lambda db, _: db.stats(),
     "check": lambda db, _: db.check(),
 }
+
+
+def _backup_afresh(db: sqlmem.MemoryDB, dest: Path) -> Path:
+    """backup() never replaces a file (issue 23 item 11): remove the previous trial's."""
+    dest.unlink(missing_ok=True)
+    return db.backup(dest)
 
 
 @dataclass
@@ -252,12 +258,15 @@ def test_backup_when_the_disk_stays_full(vfs: FaultVFS, tmp_path: Path) -> None:
         for nth in range(1, 6):
             vfs.arm("sync", "ioerr", nth, sticky=True)
             try:
-                db.backup(tmp_path / "backups" / "copy.db")
+                _backup_afresh(db, tmp_path / "backups" / "copy.db")
             except BaseException as exc:
                 _assert_sqlmem_error(exc, f"backup sync#{nth}")
+                # issue 23 item 11: a failed backup leaves no file (nor temp file) behind.
+                assert not (tmp_path / "backups" / "copy.db").exists()
+                assert not list((tmp_path / "backups").glob(".sqlmem-backup-*"))
             finally:
                 vfs.disarm()
-        db.backup(tmp_path / "backups" / "copy.db")
+        _backup_afresh(db, tmp_path / "backups" / "copy.db")
     with sqlmem.open(tmp_path / "backups" / "copy.db") as copy:
         assert copy.facts.count() == 1
 
