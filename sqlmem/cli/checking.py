@@ -25,7 +25,9 @@ from ..errors import CorruptDatabaseError, SqlmemError, translate_errors
 
 __all__ = ["check_read_only"]
 
-_FTS_TABLES = ("messages_fts", "facts_fts")
+# rank 1: also compare each index with the content it was built from.
+_CHECK_MESSAGES_FTS = "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"
+_CHECK_FACTS_FTS = "INSERT INTO facts_fts(facts_fts, rank) VALUES ('integrity-check', 1)"
 
 
 def check_read_only(db: MemoryDB) -> CheckReport:
@@ -44,18 +46,24 @@ def check_read_only(db: MemoryDB) -> CheckReport:
             return CheckReport(path, False, [str(exc.__cause__ or exc)])
         if rows != ["ok"]:
             problems.extend(rows)
-        for table in _FTS_TABLES:
-            try:
-                with translate_errors(path):
-                    # rank 1: also compare the index with the content it was built from.
-                    copy.execute(
-                        f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
-                    )
-            except SqlmemError as exc:
-                problems.append(f"{table}: {exc.__cause__ or exc}")
+        for problem in (
+            _fts_problem(copy, path, "messages_fts", _CHECK_MESSAGES_FTS),
+            _fts_problem(copy, path, "facts_fts", _CHECK_FACTS_FTS),
+        ):
+            if problem is not None:
+                problems.append(problem)
     finally:
         copy.close()
     return CheckReport(path, not problems, problems)
+
+
+def _fts_problem(copy: apsw.Connection, path: str, table: str, statement: str) -> str | None:
+    try:
+        with translate_errors(path):
+            copy.execute(statement)
+    except SqlmemError as exc:
+        return f"{table}: {exc.__cause__ or exc}"
+    return None
 
 
 def _private_copy(db: MemoryDB) -> apsw.Connection:
