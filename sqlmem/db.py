@@ -93,12 +93,22 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
 class MemoryDB:
     """One memory.db: `.history`, `.facts`, and maintenance. Thread-safe."""
 
-    def __init__(self, path: str | os.PathLike[str], config: StoreConfig | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        config: StoreConfig | None = None,
+        *,
+        _read_only: bool = False,
+    ) -> None:
+        """`_read_only` (internal, for the read-only CLI commands): the file must exist at
+        the latest schema and is never written; every write raises `SqlmemError`."""
         if config is not None and not isinstance(config, StoreConfig):
             raise InvalidArgumentError("config must be a StoreConfig")
         self.path = resolve_path(path)
         self.config = config or StoreConfig()
-        self._engine = Engine(self.path, self.config, hooks=(index_unsearchable_messages,))
+        self._engine = Engine(
+            self.path, self.config, hooks=(index_unsearchable_messages,), read_only=_read_only
+        )
         self.history = SQLiteHistoryStore(self._engine)
         self.facts = SQLiteFactStore(self._engine)
 

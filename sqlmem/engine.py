@@ -10,6 +10,20 @@ descriptors; the next `read()`/`write()` reopens them, so handles stay valid (a 
 vanished meanwhile is an error, never silently recreated empty). `close()` is final: every
 later call raises `StoreClosedError`; it never raises or waits for another process itself.
 
+A read-only engine (`read_only=True`, for `sqlmem info`, `search`, `history`, `export`,
+`check`) never writes the database file: a person looking at a live agent's memory must
+not change its bytes. Its connections are `query_only`, so a write fails at once (a
+sqlmem error, SQLite's "read-only") and no write lock is ever taken. It leaves the journal
+mode as it is (a rollback-journal file stays one), runs no migration (the file must
+already be at the latest schema), no open hook (messages stored with history search off
+stay unindexed), no `PRAGMA optimize` at close, and no maintenance. When a WAL with frames
+is already there (another process is using the file, or crashed), closing does not
+checkpoint it into the file (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE). The file is not opened
+SQLITE_OPEN_READONLY: such a connection cannot remove the -wal and -shm files it creates
+to read a WAL-mode file, so `sqlmem info` would leave two new files beside a cleanly
+closed one; a read-write connection that writes nothing removes them as any last
+connection does, without touching the database file.
+
 After `os.fork()` the child must not touch the parent's SQLite connections (SQLite forbids
 it) nor inherit a lock some parent thread held: every engine forgets its connections and
 locks in the child, and reopens on first use there.
@@ -31,16 +45,28 @@ import apsw
 
 from .config import StoreConfig
 from .connection import check_is_database, connect, require_fts5, set_wal
-from .errors import SqlmemError, StoreClosedError, map_apsw_error, translate_errors
+from .errors import (
+    MigrationError,
+    SqlmemError,
+    StoreClosedError,
+    map_apsw_error,
+    translate_errors,
+)
 from .fts_any import vocabulary_table
-from .migrations import apply_migrations, read_fts_tokenizer, refuse_foreign_files
+from .migrations import (
+    apply_migrations,
+    latest_version,
+    read_fts_tokenizer,
+    read_user_version,
+    refuse_foreign_files,
+)
 from .writer import ReaderPool, Writer
 
 #: Created in every reader connection's temp schema before it turns query_only: the
 #: vocabularies mode "any" reads its dfs from (sqlmem.fts_any). Nothing goes in the file.
 _READER_TEMP_TABLES = (vocabulary_table("facts_fts"), vocabulary_table("messages_fts"))
 
-__all__ = ["Engine", "OpenHook"]
+__all__ = ["Engine", "OpenHook", "make_read_only", "wal_has_frames"]
 
 _log = logging.getLogger("sqlmem")
 
@@ -52,9 +78,20 @@ OpenHook = Callable[[Writer, StoreConfig], None]
 
 
 class Engine:
-    def __init__(self, path: Path, config: StoreConfig, hooks: Sequence[OpenHook] = ()) -> None:
+    def __init__(
+        self,
+        path: Path,
+        config: StoreConfig,
+        hooks: Sequence[OpenHook] = (),
+        *,
+        read_only: bool = False,
+    ) -> None:
         self.path = path
         self.config = config
+        #: Never writes the file (see the module docstring); hooks are not run.
+        self.read_only = read_only
+        #: Read-only and a WAL with frames was there at open: never checkpoint it on close.
+        self._keep_wal = False
         #: The FTS tokenizer of the file (read at open; the config's only for new files).
         self.tokenizer = config.tokenizer
         self._hooks = tuple(hooks)
@@ -74,7 +111,7 @@ class Engine:
         self._closed = False
         self._writer: Writer | None = None
         self._readers: ReaderPool | None = None
-        self._open(create=True)
+        self._open(create=not read_only)
         _ENGINES.add(self)
 
     # -- life cycle -------------------------------------------------------------------
@@ -84,18 +121,27 @@ class Engine:
             raise SqlmemError(
                 f"{self.path}: the database file disappeared while the store was suspended"
             )
+        read_only = self.read_only
+        if read_only:  # before any connection: its first read may recover a WAL
+            self._keep_wal = wal_has_frames(self.path)
         conn = connect(self.path, self.config, create=create)
         try:
+            if read_only:
+                make_read_only(conn, self.path, keep_wal=self._keep_wal)
             check_is_database(conn, self.path)
             refuse_foreign_files(conn, self.path)
-            set_wal(conn, self.path, self.config)
+            if not read_only:
+                set_wal(conn, self.path, self.config)
             require_fts5(conn, self.path)
-            apply_migrations(conn, self.path, self.config.tokenizer)
+            if read_only:
+                _require_latest_schema(conn, self.path)
+            else:
+                apply_migrations(conn, self.path, self.config.tokenizer)
             with translate_errors(str(self.path)):
                 self.tokenizer = read_fts_tokenizer(conn) or self.config.tokenizer
             writer = Writer(conn, self.path, self.config.busy_timeout_ms)
             with translate_errors(str(self.path)):
-                for hook in self._hooks:
+                for hook in () if read_only else self._hooks:
                     hook(writer, self.config)
         except BaseException:
             conn.close()
@@ -109,7 +155,7 @@ class Engine:
             with translate_errors(str(self.path)):
                 for statement in _READER_TEMP_TABLES:
                     conn.execute(statement)
-                conn.pragma("query_only", "ON")
+            make_read_only(conn, self.path, keep_wal=self._keep_wal)
         except BaseException:
             conn.close()
             raise
@@ -156,9 +202,11 @@ class Engine:
         if writer is not None:
             conn = writer.connection
             # Housekeeping only: never wait for another process, never fail a close.
+            # Never for a read-only engine: optimize may run ANALYZE, a write.
             with suppress(apsw.Error):
-                conn.set_busy_timeout(0)
-                conn.pragma("optimize")
+                if not self.read_only:
+                    conn.set_busy_timeout(0)
+                    conn.pragma("optimize")
             with suppress(apsw.Error):
                 writer.close()
 
@@ -226,12 +274,47 @@ class Engine:
     @contextmanager
     def writer_connection(self) -> Iterator[apsw.Connection]:
         """The write connection outside a transaction, for maintenance (VACUUM, checkpoint)."""
+        if self.read_only:  # query_only does not stop a checkpoint
+            raise SqlmemError(f"{self.path}: opened read-only; maintenance cannot run")
         writer, _ = self._enter()
         try:
             with writer.exclusive() as conn:
                 yield conn
         finally:
             self._leave()
+
+
+def wal_has_frames(path: Path) -> bool:
+    """True when a WAL with content is beside `path` (checked before connecting)."""
+    try:
+        return os.stat(f"{path}-wal").st_size > 0
+    except OSError:  # no WAL (or unreadable: SQLite will say so)
+        return False
+
+
+def make_read_only(conn: apsw.Connection, path: Path, *, keep_wal: bool) -> None:
+    """A connection that cannot write the file: `query_only` (a write, BEGIN IMMEDIATE
+    included, fails at once, so no write lock is taken) and, with `keep_wal` (see
+    `wal_has_frames`), no checkpoint of that WAL into the file when it closes last."""
+    with translate_errors(str(path)):
+        conn.pragma("query_only", "ON")
+        if keep_wal:
+            conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
+
+
+def _require_latest_schema(conn: apsw.Connection, path: Path) -> None:
+    """A read-only open cannot migrate: an older (or empty) file is refused untouched.
+
+    `refuse_foreign_files` already refused newer and foreign files.
+    """
+    with translate_errors(str(path)):
+        version = read_user_version(conn)
+    latest = latest_version()
+    if version != latest:
+        raise MigrationError(
+            f"{path}: schema version {version} is not the latest ({latest}); a read-only "
+            "open cannot migrate it"
+        )
 
 
 # Every store call goes through one of these two. They are classes rather than

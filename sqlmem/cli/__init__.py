@@ -16,6 +16,7 @@ from .. import __version__
 from ..errors import SqlmemError
 from .output import Output, print_error
 from .parser import UsageError, build_parser
+from .signals import Terminated
 
 __all__ = ["main"]
 
@@ -52,6 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print_error("interrupted")
         return 130
+    except Terminated as exc:  # SIGTERM/SIGHUP during work that cleans up (signals.py)
+        print_error("terminated")
+        return 128 + exc.signum
     except BrokenPipeError:
         _silence_stdout()  # the reader went away (`sqlmem export db | head`): not an error
         return 1

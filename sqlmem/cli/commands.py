@@ -11,9 +11,10 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
+from ..db import MemoryDB, resolve_path
 from ..db import open as open_db
-from ..db import resolve_path
 from ..migrations import latest_version
+from .checking import check_read_only
 from .opening import CommandError, existing_path, open_existing, schema_version
 from .output import Output, fact_json, human_bytes, message_json, message_line, preview
 from .parser import UsageError
@@ -67,7 +68,7 @@ def _info_text(data: dict[str, Any]) -> Iterator[str]:
 
 def run_check(args: argparse.Namespace, out: Output) -> int:
     with open_existing(args.path) as db:
-        report = db.check()
+        report = check_read_only(db)
     data = {"path": report.path, "ok": report.ok, "problems": report.problems}
     out.result(data, _check_text)
     return 0 if report.ok else 1
@@ -119,25 +120,60 @@ def _migrate_text(data: dict[str, Any]) -> Iterator[str]:
 # -- search ---------------------------------------------------------------------------------
 
 
+# Messages appended with history_search off that no open with search on has indexed yet;
+# only the flagged sessions' messages are scanned.
+_UNINDEXED = """
+SELECT count(*) FROM messages
+WHERE session IN (SELECT pk FROM sessions WHERE unindexed AND (?1 IS NULL OR session_id = ?1))
+  AND NOT searchable
+"""
+
+
 def run_search(args: argparse.Namespace, out: Output) -> int:
     if args.history and args.mode is not None:
         raise _usage("--mode applies to fact search only, not with --history", "search")
     if args.session is not None and not args.history:
         raise _usage("--session applies to --history only", "search")
+    note = None
     with open_existing(args.path) as db:
         if args.history:
             found = db.history.search(args.query, session_id=args.session, top_k=args.top_k)
             results = [message_json(m) for m in found]
+            note = _unindexed_note(db, args.session, args.path)
         else:
             facts = db.facts.search(args.query, args.top_k, mode=args.mode or "any")
             results = [fact_json(f) for f in facts]
-    data = {
+    data: dict[str, Any] = {
         "query": args.query,
         "kind": "messages" if args.history else "facts",
         "results": results,
     }
+    if note is not None:
+        data["note"] = note
     out.result(data, _search_text)
     return 0
+
+
+def _unindexed_note(db: MemoryDB, session: str | None, path: str) -> str | None:
+    """Say that search cannot see messages stored with history search off.
+
+    Opening the file with search on indexes them (the open hook), but that is a write,
+    which a read-only command never does (SPEC 10): the user is told instead.
+    """
+    with db._engine.read() as conn:
+        rows: list[Any] = conn.execute(_UNINDEXED, (session,)).fetchall()
+    count = int(rows[0][0])
+    if not count:
+        return None
+    which = (
+        "1 message stored with history search off is"
+        if count == 1
+        else (f"{count} messages stored with history search off are")
+    )
+    return (
+        f"{which} not indexed, so search cannot find them; 'sqlmem migrate {path}' "
+        "(which opens the file for writing) indexes them"
+    )
 
 
 def _usage(message: str, command: str) -> UsageError:
@@ -148,7 +184,8 @@ def _search_text(data: dict[str, Any]) -> Iterator[str]:
     results = data["results"]
     if not results:
         yield f"no {data['kind']} match {data['query']!r}"
-        return
+    if "note" in data:
+        yield f"note: {data['note']}"
     for rank, item in enumerate(results, start=1):
         score = f"{item['score']:.2f}"
         if data["kind"] == "facts":

@@ -14,6 +14,7 @@ text, so the second run finds them already remembered instead of adding copies.
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from ..db import MemoryDB
 from ..factory import MemoryFactory
 from ..records import Message, ToolCall
 from .opening import CommandError
-from .output import Output, fact_json, message_json, message_line, preview
+from .output import Output, fact_json, message_json, message_line, preview, sqlmem_command
 
 __all__ = ["AGENT_ID", "SESSION_ID", "fake_complete", "run_demo"]
 
@@ -188,6 +189,7 @@ def _demo_text(data: dict[str, Any]) -> Iterator[str]:
         yield f"     {line}" if line else ""
     yield ""
     yield "Look inside:"
-    yield f"  sqlmem info {data['database']}"
-    yield f"  sqlmem history {data['database']} {data['session_id']} --all"
-    yield f"  sqlmem search {data['database']} \"what's my dog's name?\""
+    sqlmem, database = sqlmem_command(), shlex.quote(data["database"])
+    yield f"  {sqlmem} info {database}"
+    yield f"  {sqlmem} history {database} {shlex.quote(data['session_id'])} --all"
+    yield f"  {sqlmem} search {database} \"what's my dog's name?\""

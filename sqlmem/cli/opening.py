@@ -14,7 +14,7 @@ from pathlib import Path
 from ..config import StoreConfig
 from ..connection import check_is_database, connect
 from ..db import MemoryDB, resolve_path
-from ..db import open as open_db
+from ..engine import make_read_only, wal_has_frames
 from ..errors import SqlmemError, translate_errors
 from ..migrations import latest_version, read_user_version, refuse_foreign_files
 
@@ -43,8 +43,10 @@ def schema_version(path: Path) -> int:
     ours: `info` used to report "version 1, run migrate" for any file whose user_version
     another program had set to 1, once a second migration existed.
     """
+    keep_wal = wal_has_frames(path)
     conn = connect(path, StoreConfig())
     try:
+        make_read_only(conn, path, keep_wal=keep_wal)  # closing it must not checkpoint
         check_is_database(conn, path)
         refuse_foreign_files(conn, path)
         with translate_errors(str(path)):
@@ -68,4 +70,6 @@ def open_existing(path: str) -> MemoryDB:
             f"{resolved}: schema version {version} is older than {latest}; "
             f"run 'sqlmem migrate {path}' first"
         )
-    return open_db(resolved)  # a newer schema raises SchemaTooNewError, file untouched
+    # Read-only: no WAL switch, no open hook, no optimize, no write lock (SPEC 10). A
+    # newer schema raises SchemaTooNewError, file untouched.
+    return MemoryDB(resolved, _read_only=True)

@@ -9,9 +9,12 @@ form prints.
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 from ..records import Fact, Message
@@ -27,6 +30,7 @@ __all__ = [
     "one_line",
     "preview",
     "print_error",
+    "sqlmem_command",
 ]
 
 TextRenderer = Callable[[dict[str, Any]], Iterable[str]]
@@ -165,3 +169,22 @@ def human_bytes(size: int) -> str:
             return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"  # unreachable; keeps mypy satisfied
+
+
+def sqlmem_command() -> str:
+    """How to run this sqlmem from a shell, for hints a person copies.
+
+    A bare `sqlmem` only when PATH finds this very script: after the README's quick start
+    it is `.venv/bin/sqlmem`, not on PATH, and the hints failed with "command not found".
+    Otherwise the script beside the running interpreter (a virtual environment's bin
+    folder), else `python -m sqlmem` with this interpreter.
+    """
+    folder = Path(sys.executable).parent  # not resolved: a venv's python is a link
+    for name in ("sqlmem", "sqlmem.exe"):
+        script = folder / name
+        if script.is_file():
+            on_path = shutil.which("sqlmem")
+            if on_path is not None and Path(on_path).resolve() == script.resolve():
+                return "sqlmem"
+            return shlex.quote(str(script))
+    return f"{shlex.quote(sys.executable)} -m sqlmem"

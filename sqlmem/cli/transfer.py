@@ -1,7 +1,11 @@
 """`sqlmem export` and `sqlmem import`: the command-line side of `sqlmem.transfer`.
 
 Export writes to a temporary file beside the target and renames it into place, so an
-interrupted export never leaves a truncated backup under the real name. Import reads and
+interrupted export never leaves a truncated backup under the real name; the temporary
+file (a partial copy of the memory) is removed on any failure and on SIGINT, SIGTERM and
+SIGHUP. Folders it creates are 0700 and the file 0600, like the engine's own (SPEC 2).
+It refuses any output that is the database or one of SQLite's files beside it, however
+spelled: `..`, symbolic links, hard links. Import reads and
 checks the file's header before it opens (or creates) the database, so a wrong file
 leaves no empty database behind.
 """
@@ -19,10 +23,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from .. import transfer
+from ..connection import DIR_MODE, FILE_MODE
 from ..db import open as open_db
 from ..db import resolve_path
 from .opening import CommandError, open_existing
 from .output import Output, Progress
+from .signals import exceptions_on_signals
 
 __all__ = ["run_export", "run_import"]
 
@@ -41,10 +47,8 @@ def run_export(args: argparse.Namespace, out: Output) -> int:
         if to_stdout:
             count = _write_stdout(records)
         else:
-            target = resolve_path(args.output)
-            if target in (db.path, Path(f"{db.path}-wal")):
-                raise CommandError(f"{target}: refusing to overwrite the database itself")
-            with _replace_atomically(target) as fp:
+            target = _output_path(args.output, db.path)
+            with exceptions_on_signals(), _replace_atomically(target) as fp:
                 count = transfer.write_jsonl(records, fp)
     if not to_stdout:
         data = {"path": str(db.path), "output": str(target), "records": count - 1}
@@ -65,12 +69,67 @@ def _write_stdout(records: Iterator[dict[str, Any]]) -> int:
     return count
 
 
+#: SQLite's files of a database: replacing any of them destroys or corrupts it.
+_DATABASE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def _output_path(output: str, database: Path) -> Path:
+    """Where `-o` writes: its folder resolved (`..`, symbolic links), its name kept.
+
+    Refuses the database, its -wal, -shm or -journal under any spelling: the guard used
+    to compare unresolved paths, so `-o dir/sub/../memory.db` replaced the database with
+    JSON. A name that is a link is resolved too (os.replace would replace the link, but
+    a person who names the database through a link means the database).
+    """
+    given = resolve_path(output)
+    target = Path(os.path.realpath(given.parent)) / given.name
+    if target.is_dir():
+        raise CommandError(f"{target}: is a directory; -o takes a file name")
+    real = os.path.realpath(target)
+    for spelling in {database, Path(os.path.realpath(database))}:
+        for suffix in _DATABASE_FILES:
+            guarded = Path(f"{spelling}{suffix}")
+            if real == os.path.realpath(guarded) or _same_file(target, guarded):
+                raise CommandError(
+                    f"{output}: refusing to overwrite the database or its {suffix or 'file'}"
+                    f" ({guarded})"
+                )
+    return target
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when both exist and are one file (a hard link is another name for it)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (or cannot be looked at)
+        return False
+
+
+def _make_folders(folder: Path) -> None:
+    """Create the missing folders of `folder`, each 0700 whatever the umask."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        try:
+            each.mkdir(mode=DIR_MODE)
+        except FileExistsError:  # made meanwhile by someone else: theirs, keep its mode
+            continue
+        os.chmod(each, DIR_MODE)  # mkdir's mode is filtered by the umask
+
+
 @contextlib.contextmanager
 def _replace_atomically(target: Path) -> Iterator[IO[bytes]]:
-    """A binary file that becomes `target` only if the block completes."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """A binary file that becomes `target` only if the block completes.
+
+    Whatever ends the block early, the temporary file goes: it holds a partial copy of
+    the memory under a hidden name nobody would think of deleting.
+    """
+    _make_folders(target.parent)
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 is filtered by the umask too
         with os.fdopen(fd, "wb") as fp:
             yield fp
             fp.flush()

@@ -103,6 +103,29 @@ def test_python_dash_m_runs_the_demo(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["facts_total"] == 3
 
 
+def test_demo_hints_run_from_a_shell_without_the_venv_on_path(tmp_path: Path) -> None:
+    """issue 23 (demo hints): "Look inside" printed bare `sqlmem ...`, which is not on PATH
+    after the README quick start (`.venv/bin/sqlmem`); each hint must run as printed."""
+    env = {
+        **os.environ,
+        "PATH": os.defpath,  # no virtual environment's bin folder
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    data_dir = tmp_path / "a folder"  # the hints must quote what they print
+    done = subprocess.run(
+        [sys.executable, "-m", "sqlmem", "demo", str(data_dir)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60, check=True,
+    )  # fmt: skip
+    hints = done.stdout.split("Look inside:\n", 1)[1].splitlines()
+    assert len(hints) == 3
+    for hint in hints:
+        ran = subprocess.run(
+            hint, shell=True, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
+        )
+        assert ran.returncode == 0, (hint, ran.stderr)
+        assert ran.stdout
+
+
 def test_demo_refuses_a_file_as_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "f").write_text("x")
     status, _, err = run(capsys, "demo", str(tmp_path / "f"))
