@@ -24,9 +24,13 @@ to read a WAL-mode file, so `sqlmem info` would leave two new files beside a cle
 closed one; a read-write connection that writes nothing removes them as any last
 connection does, without touching the database file.
 
-After `os.fork()` the child must not touch the parent's SQLite connections (SQLite forbids
-it) nor inherit a lock some parent thread held: every engine forgets its connections and
-locks in the child, and reopens on first use there.
+Pauses. Two things need every call of this process to stand still for a moment, and
+both use one mechanism (`_pause`, checked where a call enters, under the lock it takes
+anyway): `os.fork()` (sqlmem.forksafe) and the writer's last-resort checkpoint
+(`readers_paused`, used by connection.WalCheckpointer). A fork waits for the calls in
+flight to end and then closes this engine's connections, so the child inherits no
+connection, no transaction and no SQLite lock or mutex state: its first call opens
+connections of its own, and the parent's reopen on their next use.
 """
 
 from __future__ import annotations
@@ -35,7 +39,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -44,7 +47,13 @@ from types import TracebackType
 import apsw
 
 from .config import StoreConfig
-from .connection import check_is_database, connect, require_fts5, set_wal
+from .connection import (
+    check_is_database,
+    connect,
+    install_checkpointer,
+    require_fts5,
+    set_wal,
+)
 from .errors import (
     MigrationError,
     SqlmemError,
@@ -52,6 +61,7 @@ from .errors import (
     map_apsw_error,
     translate_errors,
 )
+from .forksafe import abandon, register
 from .fts_any import vocabulary_table
 from .migrations import (
     apply_migrations,
@@ -69,6 +79,10 @@ _READER_TEMP_TABLES = (vocabulary_table("facts_fts"), vocabulary_table("messages
 __all__ = ["Engine", "OpenHook", "make_read_only", "wal_has_frames"]
 
 _log = logging.getLogger("sqlmem")
+
+#: Bits of Engine._pause: which new calls wait before entering.
+_PAUSE_ALL = 1  # a fork is under way (sqlmem.forksafe)
+_PAUSE_READS = 2  # the writer waits for this process's readers to let go of the WAL
 
 #: Work run with the writer after every (re)open, before anyone else can use it, e.g.
 #: indexing messages stored while history search was off. A hook reads first and opens a
@@ -107,12 +121,22 @@ class Engine:
         # around it only serves close(), which waits for calls in flight.
         self._lock = threading.Lock()
         self._state = threading.Condition(self._lock)
-        self._active = 0
+        #: Reads in flight (part of `_active`), for `readers_paused`.
+        self._reading = 0
+        self._pause = 0
         self._closed = False
         self._writer: Writer | None = None
         self._readers: ReaderPool | None = None
-        self._open(create=not read_only)
-        _ENGINES.add(self)
+        # The first open counts as a call in flight: a fork in another thread waits for it.
+        self._active = 1
+        register(self)
+        try:
+            self._open(create=not read_only)
+        except BaseException:
+            self._closed = True
+            raise
+        finally:
+            self._leave()
 
     # -- life cycle -------------------------------------------------------------------
 
@@ -128,6 +152,8 @@ class Engine:
         try:
             if read_only:
                 make_read_only(conn, self.path, keep_wal=self._keep_wal)
+            else:
+                install_checkpointer(conn, self.config, self.readers_paused)
             check_is_database(conn, self.path)
             refuse_foreign_files(conn, self.path)
             if not read_only:
@@ -194,7 +220,7 @@ class Engine:
                 self._state.wait()
             self._shutdown()
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, *, optimize: bool = True) -> None:
         readers, writer = self._readers, self._writer
         self._readers = self._writer = None
         if readers is not None:
@@ -204,45 +230,88 @@ class Engine:
             # Housekeeping only: never wait for another process, never fail a close.
             # Never for a read-only engine: optimize may run ANALYZE, a write.
             with suppress(apsw.Error):
-                if not self.read_only:
+                if optimize and not self.read_only:
                     conn.set_busy_timeout(0)
                     conn.pragma("optimize")
             with suppress(apsw.Error):
                 writer.close()
 
-    def _forget_after_fork(self) -> None:
-        """In a forked child: let go of the parent's connections, start locks afresh.
+    # -- pauses: forks and the last-resort checkpoint ------------------------------------
 
-        Closing them in the child only releases SQLite's in-process lock bookkeeping that
-        the child inherited (it would otherwise see the file as locked by itself for ever,
-        e.g. when another parent thread was inside a write at fork time); file locks are
-        not inherited, and the parent's own locks stop the child from checkpointing or
-        removing the WAL on close. A connection apsw cannot close (it was inside a call in
-        another thread) is kept referenced, so garbage collection never touches it.
-        """
-        # Not Writer.close()/ReaderPool.close(): their locks may be held by a parent
-        # thread that does not exist here.
-        for conn in _connections(self._writer, self._readers):
-            try:
-                conn.close()
-            except Exception:
-                _ORPHANS.append(conn)
+    def pause_for_fork(self, timeout: float) -> None:
+        """Before `os.fork()` (sqlmem.forksafe): stop new calls, wait up to `timeout` for
+        the calls in flight, then close the connections; they reopen on next use."""
+        with self._lock:
+            if self._closed:
+                return
+            self._pause |= _PAUSE_ALL
+            if not self._state.wait_for(lambda: not self._active, timeout):
+                _log.warning(
+                    "%s: forking while another thread is still inside a call; the child "
+                    "will not use this process's connections to it",
+                    self.path,
+                )
+                return
+            if self._writer is not None:
+                self._shutdown(optimize=False)
+
+    def resume_after_fork(self) -> None:
+        """In the parent, after `os.fork()`: calls go on."""
+        with self._lock:
+            self._pause &= ~_PAUSE_ALL
+            self._state.notify_all()
+
+    def forget_after_fork(self) -> None:
+        """In the child, after `os.fork()`: start afresh, never touching what the parent
+        left open (see sqlmem.forksafe); the first call opens new connections."""
+        # Not Writer.close()/ReaderPool.close(): not a single call into SQLite, and their
+        # locks may be held by a parent thread that does not exist here.
+        abandon(_connections(self._writer, self._readers))
         self._writer = self._readers = None
         self._lock = threading.Lock()
         self._state = threading.Condition(self._lock)
-        self._active = 0
+        self._active = self._reading = self._pause = 0
+
+    @contextmanager
+    def readers_paused(self, timeout: float) -> Iterator[bool]:
+        """New reads of this process wait inside; yields whether the reads in flight all
+        ended within `timeout`.
+
+        For the writer's last-resort checkpoint (connection.WalCheckpointer): readers that
+        overlap all the time, each holding its snapshot for a second or two, never leave
+        the moment with no reader that restarting the WAL needs, and the WAL grew by
+        gigabytes. Called on the writer's thread, which holds the write lock.
+        """
+        with self._lock:
+            self._pause |= _PAUSE_READS
+            try:
+                drained = self._state.wait_for(lambda: not self._reading, timeout)
+            except BaseException:
+                self._pause &= ~_PAUSE_READS
+                self._state.notify_all()
+                raise
+        try:
+            yield drained
+        finally:
+            with self._lock:
+                self._pause &= ~_PAUSE_READS
+                self._state.notify_all()
 
     # -- use --------------------------------------------------------------------------
 
-    def _enter(self) -> tuple[Writer, ReaderPool]:
+    def _enter(self, reading: bool = False) -> tuple[Writer, ReaderPool]:
         reopened = False
         with self._lock:
+            while self._pause and (reading or self._pause & _PAUSE_ALL):
+                self._state.wait()
             if self._closed:
                 raise StoreClosedError(f"{self.path}: store is closed")
             if self._writer is None:
                 self._open()
                 reopened = True
             self._active += 1
+            if reading:
+                self._reading += 1
             self.last_used = time.monotonic()
             writer, readers = self._writer, self._readers
         assert writer is not None and readers is not None
@@ -253,13 +322,15 @@ class Engine:
                 _log.exception("%s: on_reopen hook failed", self.path)
         return writer, readers
 
-    def _leave(self) -> None:
+    def _leave(self, reading: bool = False) -> None:
         with self._lock:
             self._active -= 1
+            if reading:
+                self._reading -= 1
+            if self._pause or self._closed:
+                self._state.notify_all()  # a fork, a checkpoint or close() waits for us
             if self._active:
                 return
-            if self._closed:
-                self._state.notify_all()
         if self.on_idle is not None:
             self.on_idle(self)
 
@@ -357,11 +428,11 @@ class _Reading:
         self._engine = engine
 
     def __enter__(self) -> apsw.Connection:
-        _, readers = self._engine._enter()
+        _, readers = self._engine._enter(True)
         try:
             conn = self._conn = readers.acquire()
         except BaseException:
-            self._engine._leave()
+            self._engine._leave(True)
             raise
         self._readers = readers
         return conn
@@ -375,16 +446,9 @@ class _Reading:
         try:
             self._readers.release(self._conn)
         finally:
-            self._engine._leave()
+            self._engine._leave(True)
         if isinstance(exc, apsw.Error):
             raise map_apsw_error(exc, str(self._engine.path)) from exc
-
-
-#: Every live engine, so a forked child can make each forget the parent's connections.
-_ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()
-
-#: Parent connections a forked child could not close, kept so they are never collected.
-_ORPHANS: list[object] = []
 
 
 def _connections(writer: Writer | None, readers: ReaderPool | None) -> list[apsw.Connection]:
@@ -392,12 +456,3 @@ def _connections(writer: Writer | None, readers: ReaderPool | None) -> list[apsw
     if writer is not None and writer.raw_connection is not None:
         found.append(writer.raw_connection)
     return found
-
-
-def _after_fork_in_child() -> None:
-    for engine in list(_ENGINES):
-        engine._forget_after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
