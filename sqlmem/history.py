@@ -51,6 +51,7 @@ from .records import (
 from .writer import Writer
 
 __all__ = [
+    "MAX_SEQ",
     "MAX_SESSION_ID_LENGTH",
     "SQLiteHistoryStore",
     "check_count",
@@ -64,6 +65,12 @@ __all__ = [
 ]
 
 MAX_SESSION_ID_LENGTH = 512
+
+#: The largest seq a message can get: SQLite's largest integer. Appends never reach it in
+#: practice; an imported seq can be at most `sqlmem.transfer.MAX_IMPORTED_SEQ` (2**62), so
+#: 2**62 appends always fit after an import. A session whose counter would pass it refuses
+#: the append with nothing written (issue 23 item 7).
+MAX_SEQ = 2**63 - 1
 
 #: LIMIT values are bound as 64-bit ints; anything larger means "all".
 _MAX_LIMIT = 2**62
@@ -268,10 +275,13 @@ class SQLiteHistoryStore:
         try:
             with self._engine.write() as conn:
                 # fetchall: a RETURNING statement must run to completion before the next one.
-                reserved: Sequence[int] = conn.execute(  # type: ignore[assignment]
-                    sql.RESERVE_SEQS if self._searchable else sql.RESERVE_SEQS_UNINDEXED,
-                    (session_id, count, now),
-                ).fetchall()[0]
+                try:
+                    reserved: Sequence[int] = conn.execute(  # type: ignore[assignment]
+                        sql.RESERVE_SEQS if self._searchable else sql.RESERVE_SEQS_UNINDEXED,
+                        (session_id, count, now),
+                    ).fetchall()[0]
+                except apsw.ConstraintError as exc:  # the counter would pass MAX_SEQ
+                    raise _exhausted(session_id, count) from exc
                 pk, last, archived = reserved
                 first = last - count + 1
                 if count == 1:
@@ -403,6 +413,14 @@ class SQLiteHistoryStore:
                     ).fetchall()
                 rows = found
         return _hits(rows)
+
+
+def _exhausted(session_id: str, count: int) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"session {session_id!r}: its seq counter cannot take {count} more message(s) "
+        f"(seqs end at 2**63-1); nothing was stored. The session stays readable; "
+        "purge it or use another session id"
+    )
 
 
 def _insert_chunks(

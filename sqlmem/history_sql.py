@@ -60,10 +60,16 @@ MESSAGE_COLUMNS = (
 # Takes `k` seqs for a batch of k messages inside the write transaction: the upsert creates
 # the session on its first message and returns the new last_seq, so the batch's seqs are
 # last_seq-k+1 .. last_seq, unique and gap-free whichever process writes.
+# Past 2**63-1 SQLite's `+` silently turns into a float, which used to be committed as a
+# REAL seq before Python choked on it (issue 23 item 7): the CASE gives NULL instead, the
+# NOT NULL constraint aborts the statement, and the store reports an exhausted session
+# with nothing written. One comparison per append, no extra statement.
 RESERVE_SEQS = """
 INSERT INTO sessions(session_id, last_seq, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
 ON CONFLICT(session_id) DO UPDATE
-    SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at
+    SET last_seq = CASE WHEN last_seq <= 9223372036854775807 - excluded.last_seq
+                    THEN last_seq + excluded.last_seq END,
+        updated_at = excluded.updated_at
 RETURNING pk, last_seq, archived_seq
 """
 
@@ -74,7 +80,9 @@ RESERVE_SEQS_UNINDEXED = """
 INSERT INTO sessions(session_id, unindexed, last_seq, created_at, updated_at)
 VALUES (?1, 1, ?2, ?3, ?3)
 ON CONFLICT(session_id) DO UPDATE
-    SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at,
+    SET last_seq = CASE WHEN last_seq <= 9223372036854775807 - excluded.last_seq
+                    THEN last_seq + excluded.last_seq END,
+        updated_at = excluded.updated_at,
         unindexed = 1
 RETURNING pk, last_seq, archived_seq
 """
