@@ -131,12 +131,13 @@ def _iso_from_ms(ms: int) -> str:
 # -- export --------------------------------------------------------------------------------
 
 # Sessions in session_id order (its UNIQUE index), so an export of an import is the same
-# file whatever order the sessions were created in.
+# file whatever order the sessions were created in. A BLOB session_id is a session being
+# purged (history_sql's purge notes): gone for every read, so for the export too.
 _PAGE_MESSAGES = """
 SELECT s.session_id, m.seq, m.seq <= s.archived_seq, m.role, m.content, m.name,
        m.tool_call_id, m.tool_calls, m.is_error, m.metadata, m.created_at
 FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
-WHERE (s.session_id, m.seq) > (?, ?)
+WHERE (s.session_id, m.seq) > (?, ?) AND typeof(s.session_id) = 'text'
 ORDER BY s.session_id, m.seq
 LIMIT ?
 """
