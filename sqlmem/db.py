@@ -26,7 +26,7 @@ from .errors import (
     translate_errors,
 )
 from .facts import SQLiteFactStore
-from .history import SQLiteHistoryStore, index_unsearchable_messages
+from .history import SQLiteHistoryStore, finish_purges, index_unsearchable_messages
 from .migrations import read_user_version
 
 __all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
@@ -40,7 +40,7 @@ _HAS_STAT4 = "SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat4'"
 
 _STATS = """
 SELECT
-    (SELECT count(*) FROM sessions),
+    (SELECT count(*) FROM sessions WHERE typeof(session_id) = 'text'),  -- not detached
     (SELECT coalesce(sum(last_seq - archived_seq), 0) FROM sessions),
     (SELECT coalesce(sum(archived_seq), 0) FROM sessions),
     (SELECT count(*) FROM facts)
@@ -263,8 +263,10 @@ class MemoryDB:
         `StorageBusyError`. The rebuild is committed by then: the old bytes may remain
         only until `checkpoint()` (no need to vacuum again) succeeds. Our own readers
         hold a snapshot for one statement only. Runs in time and space proportional to
-        the whole file.
+        the whole file. A purge that a crash interrupted is finished first
+        (`history.finish_purges`).
         """
+        finish_purges(self._engine)
         with self._engine.writer_connection() as conn:
             for table in _FTS_TABLES:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")

@@ -8,7 +8,9 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
   and gap-free with any number of threads and processes. Compaction only moves
   `archived_seq`: messages with `seq <= archived_seq` are archived, and no message row is
   rewritten. `unindexed` marks sessions holding messages stored with history search off;
-  the next open with search on indexes them (`index_unsearchable_messages`).
+  the next open with search on indexes them (`index_unsearchable_messages`). A row
+  whose `session_id` is a BLOB is a session being purged in chunks ("detached"): no read
+  can name it, and `finish_purges` deletes it with its messages.
 * `messages(session, seq, role, content, ..., searchable, search_text)`: tool calls and
   metadata as compact JSON text, timestamps as unix milliseconds. `search_text` holds the
   segmented text when the content has scripts written without spaces (see
@@ -27,6 +29,8 @@ connection, so each result is a consistent snapshot.
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -52,7 +56,9 @@ from .records import (
 from .writer import Writer
 
 __all__ = [
+    "MAX_SEQ",
     "MAX_SESSION_ID_LENGTH",
+    "PURGE_CHUNK_ROWS",
     "SQLiteHistoryStore",
     "check_count",
     "check_message",
@@ -60,11 +66,27 @@ __all__ = [
     "check_text",
     "encode_metadata",
     "encode_tool_calls",
+    "finish_purges",
     "index_unsearchable_messages",
     "search_off_error",
 ]
 
 MAX_SESSION_ID_LENGTH = 512
+
+#: The largest seq a message can get: SQLite's largest integer. Appends never reach it in
+#: practice; an imported seq can be at most `sqlmem.transfer.MAX_IMPORTED_SEQ` (2**62), so
+#: 2**62 appends always fit after an import. A session whose counter would pass it refuses
+#: the append with nothing written (issue 23 item 7).
+MAX_SEQ = 2**63 - 1
+
+#: Messages deleted per write transaction by a purge: a session of at most this many goes
+#: in one transaction, a larger one in chunks of this size (history_sql's purge notes).
+#: 500 rows of 30-90 words held the writer ~35 ms (median), ~0.3 s at most with the
+#: checkpoints commits run, in a file of 500,000 messages (issue 23 item 8).
+PURGE_CHUNK_ROWS = 500
+#: The pause after each chunk, as a share of the time the chunk held the writer.
+PURGE_PAUSE_SHARE = 1.0
+_jitter = random.Random()
 
 #: LIMIT values are bound as 64-bit ints; anything larger means "all".
 _MAX_LIMIT = 2**62
@@ -178,6 +200,48 @@ def index_unsearchable_messages(writer: Writer, config: StoreConfig) -> None:
         conn.execute(sql.CLEAR_UNINDEXED)
 
 
+# -- chunked purges --------------------------------------------------------------------------
+
+
+def finish_purges(engine: Engine) -> None:
+    """Delete the rows of detached sessions (`purge`), one bounded chunk per transaction.
+
+    Run by `purge` and `MemoryDB.vacuum`, so a purge interrupted by a crash is finished by
+    the next one; never at open, which a read-only command must be able to do without
+    writing. Between chunks the writer is left free for about as long as the chunk held
+    it (jittered): a writer of another process polls the lock (SQLite's busy handler
+    sleeps between tries) and must find it free within its busy timeout, so chunks must
+    not follow each other back to back. The price is the purge's own time: 500,000
+    messages took ~89 s against ~24 s in one transaction (FTS5 flushes and merges per
+    commit, and the pauses), while a writer to another session never waited more than
+    ~0.35 s (it failed 11 times in 194 with a 2 s busy timeout before).
+    """
+    while True:
+        started = time.monotonic()
+        with engine.write() as conn:
+            if not _delete_chunk(conn):
+                return
+        _pause(time.monotonic() - started)
+
+
+def _pause(held: float) -> None:
+    """Leave the writer free after a chunk that held it for `held` seconds."""
+    time.sleep(held * PURGE_PAUSE_SHARE * (0.5 + _jitter.random()))
+
+
+def _delete_chunk(conn: apsw.Connection) -> bool:
+    """One chunk of the first detached session (its row once it is empty); False when no
+    session is detached."""
+    found: Sequence[Sequence[Any]] = conn.execute(sql.DETACHED_SESSION).fetchall()
+    if not found:
+        return False
+    pk = found[0][0]
+    conn.execute(sql.DELETE_CHUNK, (pk, PURGE_CHUNK_ROWS))
+    if conn.changes() < PURGE_CHUNK_ROWS:
+        conn.execute(sql.DROP_DETACHED, (pk,))
+    return True
+
+
 # -- reading rows back --------------------------------------------------------------------------
 
 
@@ -266,10 +330,13 @@ class SQLiteHistoryStore:
         try:
             with self._engine.write() as conn:
                 # fetchall: a RETURNING statement must run to completion before the next one.
-                reserved: Sequence[int] = conn.execute(  # type: ignore[assignment]
-                    sql.RESERVE_SEQS if self._searchable else sql.RESERVE_SEQS_UNINDEXED,
-                    (session_id, count, now),
-                ).fetchall()[0]
+                try:
+                    reserved: Sequence[int] = conn.execute(  # type: ignore[assignment]
+                        sql.RESERVE_SEQS if self._searchable else sql.RESERVE_SEQS_UNINDEXED,
+                        (session_id, count, now),
+                    ).fetchall()[0]
+                except apsw.ConstraintError as exc:  # the counter would pass MAX_SEQ
+                    raise _exhausted(session_id, count) from exc
                 pk, last, archived = reserved
                 first = last - count + 1
                 if count == 1:
@@ -320,10 +387,31 @@ class SQLiteHistoryStore:
             return _archive(conn, pk, archived, last, last - keep_last, summary)
 
     def purge(self, session_id: str) -> None:
-        """Remove the session: messages (archived too), summary and their index entries."""
+        """Remove the session: messages (archived too), summary and their index entries.
+
+        The session is gone for every read (and a new one of the same id can start) as
+        soon as the first transaction commits. A session of more than `PURGE_CHUNK_ROWS`
+        messages is detached there and its rows deleted in chunks, each its own short
+        write transaction, so other writers wait for one chunk at most, not for the whole
+        session (see history_sql's purge notes). The call returns when everything is
+        deleted, including what an interrupted earlier purge left. If a chunk fails
+        (`StorageBusyError` past the busy timeout, a crash), the session stays gone for
+        every read and the next purge or `vacuum()` deletes the rest.
+        """
         check_session_id(session_id)
         with self._engine.write() as conn:
-            conn.execute(sql.PURGE, (session_id,))
+            state: Sequence[Sequence[Any]] = conn.execute(
+                sql.SELECT_SESSION, (session_id,)
+            ).fetchall()
+            if state:
+                pk, last = state[0][0], state[0][1]
+                if last <= PURGE_CHUNK_ROWS:
+                    conn.execute(sql.PURGE, (pk,))
+                else:
+                    conn.execute(sql.DETACH_SESSION, (pk, now_ms()))
+            pending = bool(conn.execute(sql.DETACHED_SESSION).fetchall())
+        if pending:
+            finish_purges(self._engine)
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -408,8 +496,20 @@ class SQLiteHistoryStore:
                     found = conn.execute(
                         sql.SEARCH_ALL, {"query": match, "limit": limit}
                     ).fetchall()
+                if any(isinstance(row[9], bytes) for row in found):  # a purge under way
+                    found = conn.execute(
+                        sql.SEARCH_LIVE, {"query": match, "limit": limit}
+                    ).fetchall()
                 rows = found
         return _hits(rows)
+
+
+def _exhausted(session_id: str, count: int) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"session {session_id!r}: its seq counter cannot take {count} more message(s) "
+        f"(seqs end at 2**63-1); nothing was stored. The session stays readable; "
+        "purge it or use another session id"
+    )
 
 
 def _insert_chunks(

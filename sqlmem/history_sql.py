@@ -28,6 +28,10 @@ __all__ = [
     "ARCHIVE",
     "CLEAR_UNINDEXED",
     "COUNT",
+    "DELETE_CHUNK",
+    "DETACHED_SESSION",
+    "DETACH_SESSION",
+    "DROP_DETACHED",
     "EXACT_CHUNK_ROWS",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
     "INDEX_UNSEARCHABLE",
@@ -39,6 +43,7 @@ __all__ = [
     "RESERVE_SEQS",
     "RESERVE_SEQS_UNINDEXED",
     "SEARCH_ALL",
+    "SEARCH_LIVE",
     "SEARCH_SESSION",
     "SELECT_ALL",
     "SELECT_ALL_ACTIVE",
@@ -60,10 +65,16 @@ MESSAGE_COLUMNS = (
 # Takes `k` seqs for a batch of k messages inside the write transaction: the upsert creates
 # the session on its first message and returns the new last_seq, so the batch's seqs are
 # last_seq-k+1 .. last_seq, unique and gap-free whichever process writes.
+# Past 2**63-1 SQLite's `+` silently turns into a float, which used to be committed as a
+# REAL seq before Python choked on it (issue 23 item 7): the CASE gives NULL instead, the
+# NOT NULL constraint aborts the statement, and the store reports an exhausted session
+# with nothing written. One comparison per append, no extra statement.
 RESERVE_SEQS = """
 INSERT INTO sessions(session_id, last_seq, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
 ON CONFLICT(session_id) DO UPDATE
-    SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at
+    SET last_seq = CASE WHEN last_seq <= 9223372036854775807 - excluded.last_seq
+                    THEN last_seq + excluded.last_seq END,
+        updated_at = excluded.updated_at
 RETURNING pk, last_seq, archived_seq
 """
 
@@ -74,7 +85,9 @@ RESERVE_SEQS_UNINDEXED = """
 INSERT INTO sessions(session_id, unindexed, last_seq, created_at, updated_at)
 VALUES (?1, 1, ?2, ?3, ?3)
 ON CONFLICT(session_id) DO UPDATE
-    SET last_seq = last_seq + excluded.last_seq, updated_at = excluded.updated_at,
+    SET last_seq = CASE WHEN last_seq <= 9223372036854775807 - excluded.last_seq
+                    THEN last_seq + excluded.last_seq END,
+        updated_at = excluded.updated_at,
         unindexed = 1
 RETURNING pk, last_seq, archived_seq
 """
@@ -190,8 +203,40 @@ SET archived_seq = max(archived_seq, ?2),
 WHERE pk = ?1
 """
 
-# Messages go by ON DELETE CASCADE; the FTS delete trigger fires for each of them.
-PURGE = "DELETE FROM sessions WHERE session_id = ?"
+# -- purge (issue 23 item 8: one transaction for 500,000 messages held the writer ~20 s) --
+#
+# A session of at most `history.PURGE_CHUNK_ROWS` messages (last_seq bounds the count) goes
+# in one transaction: its messages by ON DELETE CASCADE, the FTS delete trigger firing
+# for each. A larger one is first *detached*, in one small transaction: its row gets a
+# BLOB id (its pk's digits as bytes) and loses its counter, boundary and summary. No user
+# can name it (session ids are bound as text, and a text never equals a blob), so every
+# read by id sees an unknown session, `sessions()` and the export skip it (no messages
+# counted, no summary), and a new session of the same id starts at once with a row of
+# its own. Its messages then go `PURGE_CHUNK_ROWS` at a time, each chunk its own short
+# write transaction, and the row last. A crash in between leaves detached rows only,
+# which no read returns and the next purge or vacuum removes (`history.finish_purges`).
+PURGE = "DELETE FROM sessions WHERE pk = ?"
+
+DETACH_SESSION = """
+UPDATE sessions
+SET session_id = CAST(pk AS BLOB), unindexed = 0, summary = '', last_seq = 0,
+    archived_seq = 0, updated_at = ?2
+WHERE pk = ?1
+"""
+
+# BLOB values sort after every TEXT value, so this is one seek at the end of the
+# session_id index: free when nothing is pending.
+DETACHED_SESSION = "SELECT pk FROM sessions WHERE session_id >= x'' LIMIT 1"
+
+# One chunk, found through UNIQUE(session, seq) (which holds the pk): a bounded write.
+DELETE_CHUNK = """
+DELETE FROM messages
+WHERE pk IN (SELECT pk FROM messages WHERE session = ?1 ORDER BY seq LIMIT ?2)
+"""
+
+DROP_DETACHED = """
+DELETE FROM sessions WHERE pk = ?1 AND NOT EXISTS (SELECT 1 FROM messages WHERE session = ?1)
+"""
 
 SESSIONS = "SELECT session_id FROM sessions WHERE last_seq > 0 OR summary != '' ORDER BY session_id"
 
@@ -220,6 +265,26 @@ WHERE messages_fts MATCH ?1
   AND m.session = (SELECT pk FROM sessions WHERE session_id = ?2)
 ORDER BY messages_fts.rank
 LIMIT ?3
+"""
+
+# Search while a detached session still has messages (their FTS entries go with them,
+# chunk by chunk): SEARCH_ALL ranks before it joins the session, so its rows could hold
+# them. The store notices (a BLOB session id in a row) and runs this instead, which
+# leaves them out before LIMIT. It joins every match to its message, so it costs more;
+# it runs only in that window, and only for queries that matched such a message.
+SEARCH_LIVE = f"""
+SELECT {MESSAGE_COLUMNS}, s.session_id, r.score
+FROM (
+    SELECT messages_fts.rowid AS pk, bm25(messages_fts) AS score
+    FROM messages_fts CROSS JOIN messages AS live ON live.pk = messages_fts.rowid
+    WHERE messages_fts MATCH :query
+      AND live.session NOT IN (SELECT pk FROM sessions WHERE session_id >= x'')
+    ORDER BY score
+    LIMIT :limit
+) AS r
+CROSS JOIN messages AS m ON m.pk = r.pk
+CROSS JOIN sessions AS s ON s.pk = m.session
+ORDER BY r.score
 """
 
 # Run at open when history_search is on: is anything waiting for the FTS index? A scan of

@@ -25,12 +25,18 @@ Import is a merge keyed by identity, so it is idempotent and safe to re-run:
   renumbered or overwritten; the session's counter and archive boundary only move forward
   (max of what is there and what is imported). Seqs are taken as given, so a hand-made
   file must number each session 1, 2, 3 ... without gaps, as exports do (the history
-  store counts active messages as last_seq - archived_seq);
+  store counts active messages as last_seq - archived_seq). Seqs and archive boundaries
+  go up to `MAX_IMPORTED_SEQ` (2**62), which leaves room for 2**62 appends;
 - a summary replaces the target's when the target has none, or when the imported archive
   boundary is at least the target's (the summary belongs to the boundary it describes);
 - a fact is identified by its id (a record without one gets the id `LLMExtractor` would
-  give its text): it is written when new, or when the imported `updated_at` is later
-  than the stored one, so an older export never rolls back a newer fact.
+  give its text). Of the stored fact and the file's records of one id, the one with the
+  latest `updated_at` wins; on a tie the later record (the file counting as coming after
+  what the target holds, so a tie with the target only writes when the values differ
+  and a second import writes nothing). An older export never rolls back a newer fact. A
+  record without `updated_at` is older than any dated one: it only fills an id nothing
+  else gives. The outcome is that of taking the records one by one, whatever the batch
+  size (within a batch the winner is picked first, then compared with the stored fact).
 
 Direct SQL is needed because the history store's public API assigns seqs, timestamps and
 the archive boundary itself; restoring them exactly is this module's whole job. Every
@@ -69,6 +75,7 @@ __all__ = [
     "BATCH_SIZE",
     "EXPORT_FORMAT",
     "FORMAT_VERSION",
+    "MAX_IMPORTED_SEQ",
     "ExportFormatError",
     "ExportStream",
     "ImportCounts",
@@ -86,7 +93,10 @@ FORMAT_VERSION = 1
 BATCH_SIZE = 1000
 #: Rows read per query while exporting; each page is its own short read.
 _PAGE = 1000
-_MAX_INT = 2**63 - 1
+#: The largest seq or archive boundary an import accepts: half of SQLite's integer range,
+#: so that 2**62 appends always fit after any import. Up to 0.1 any 64-bit value passed,
+#: and an imported 2**63-1 made the next append commit a float seq (issue 23 item 7).
+MAX_IMPORTED_SEQ = 2**62
 
 Progress = Callable[[int], None]
 
@@ -121,12 +131,13 @@ def _iso_from_ms(ms: int) -> str:
 # -- export --------------------------------------------------------------------------------
 
 # Sessions in session_id order (its UNIQUE index), so an export of an import is the same
-# file whatever order the sessions were created in.
+# file whatever order the sessions were created in. A BLOB session_id is a session being
+# purged (history_sql's purge notes): gone for every read, so for the export too.
 _PAGE_MESSAGES = """
 SELECT s.session_id, m.seq, m.seq <= s.archived_seq, m.role, m.content, m.name,
        m.tool_call_id, m.tool_calls, m.is_error, m.metadata, m.created_at
 FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
-WHERE (s.session_id, m.seq) > (?, ?)
+WHERE (s.session_id, m.seq) > (?, ?) AND typeof(s.session_id) = 'text'
 ORDER BY s.session_id, m.seq
 LIMIT ?
 """
@@ -277,7 +288,10 @@ INSERT INTO messages(session, seq, role, content, name, tool_call_id, tool_calls
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(session, seq) DO NOTHING
 """
-_FACT_UPDATED_AT = "SELECT updated_at FROM facts WHERE id = ?"
+_STORED_FACT = (
+    "SELECT content, source, category, tags, metadata, created_at, updated_at"
+    " FROM facts WHERE id = ?"
+)
 _SESSION_SUMMARY = "SELECT summary FROM sessions WHERE session_id = ?"
 
 
@@ -349,18 +363,19 @@ def import_stream(
 ) -> ImportCounts:
     """Write the stream's records into `db`, `BATCH_SIZE` records per transaction."""
     counts = ImportCounts()
+    undated: set[str] = set()  # fact ids this import stored from records without updated_at
     batch: list[tuple[int, Any]] = []
     done = 0
     for item in stream.records:
         batch.append(item)
         if len(batch) >= BATCH_SIZE:
-            _write_batch(db, _validate_batch(batch, stream.unit), counts)
+            _write_batch(db, _validate_batch(batch, stream.unit), counts, undated)
             done += len(batch)
             batch.clear()
             if progress is not None and done % 10_000 == 0:
                 progress(done)
     if batch:
-        _write_batch(db, _validate_batch(batch, stream.unit), counts)
+        _write_batch(db, _validate_batch(batch, stream.unit), counts, undated)
     return counts
 
 
@@ -447,33 +462,60 @@ def _validate(record: Any) -> _Row:
 
 
 def _counter(value: Any, name: str, minimum: int) -> int:
-    """A seq or boundary: an integer SQLite can store (64-bit), not a bool."""
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _MAX_INT:
-        raise ValueError(f"{name} must be an integer from {minimum} to 2**63-1")
+    """A seq or boundary: an integer up to MAX_IMPORTED_SEQ, not a bool."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not minimum <= value <= MAX_IMPORTED_SEQ
+    ):
+        raise ValueError(
+            f"{name} must be an integer from {minimum} to 2**62 (room for later appends)"
+        )
     return value
 
 
-def _write_batch(db: MemoryDB, rows: list[_Row], counts: ImportCounts) -> None:
-    """One transaction: sessions and messages by direct SQL, facts through the store."""
+def _write_batch(db: MemoryDB, rows: list[_Row], counts: ImportCounts, undated: set[str]) -> None:
+    """One transaction: sessions and messages by direct SQL, facts through the store.
+
+    Facts: the batch's winner per id (`_beats`), then written if it beats what is stored
+    (`_beats_stored`), so the outcome is the same as taking the file's records one by one,
+    whatever the batch size (issue 23 item 16: the older text used to win within a batch).
+    """
     searchable = 1 if db.config.history_search else 0
     now = now_ms()
-    facts: list[Fact] = []
+    winners: dict[str, Fact] = {}  # keeps the first position of an id (its pk order)
+    seen = 0
     with db._engine.write() as conn:
         for row in rows:
             if isinstance(row, _MessageRow):
                 _write_message(conn, row, searchable, now, counts)
             elif isinstance(row, _SummaryRow):
                 _write_summary(conn, row, now, counts)
-            elif _is_newer(conn, row):
-                facts.append(row)
             else:
-                counts.facts_skipped += 1
+                seen += 1
+                best = winners.get(row.id)
+                if best is None or _beats(row, best):
+                    winners[row.id] = row
+        facts = [f for f in winners.values() if _beats_stored(conn, f, undated)]
         if facts:
-            # Later duplicates of an id in one batch win, like later lines of the file.
-            unique = list({fact.id: fact for fact in facts}.values())
-            db.facts.index_many(unique)  # nested: a savepoint of this transaction
-            counts.facts += len(unique)
-            counts.facts_skipped += len(facts) - len(unique)
+            db.facts.index_many(facts)  # nested: a savepoint of this transaction
+        for f in facts:
+            if f.updated_at is None:
+                undated.add(f.id)
+            else:
+                undated.discard(f.id)
+        counts.facts += len(facts)
+        counts.facts_skipped += seen - len(facts)
+
+
+def _beats(later: Fact, earlier: Fact) -> bool:
+    """Of two records of one id, `later` coming after `earlier` in the file: the greater
+    updated_at wins, the later record on a tie; a record without one is older than any."""
+    if later.updated_at is None:
+        return earlier.updated_at is None
+    if earlier.updated_at is None:
+        return True
+    return dt_to_ms(later.updated_at) >= dt_to_ms(earlier.updated_at)
 
 
 def _write_message(
@@ -536,11 +578,25 @@ def _write_summary(conn: apsw.Connection, row: _SummaryRow, now: int, counts: Im
         counts.summaries += 1
 
 
-def _is_newer(conn: apsw.Connection, fact: Fact) -> bool:
-    """True when the fact is not stored yet or the stored one is older."""
-    stored: list[Any] = conn.execute(_FACT_UPDATED_AT, (fact.id,)).fetchall()
-    if not stored:
+def _beats_stored(conn: apsw.Connection, fact: Fact, undated: set[str]) -> bool:
+    """Whether the record replaces the stored fact of its id, by `_beats`' rule, the
+    stored fact counting as an earlier record.
+
+    A stored fact that came from an undated record of this import (`undated`; such a
+    fact is stored with the time it was written) loses to any later record. A stored
+    fact from anywhere else is never replaced by an undated record; on equal updated_at
+    it is replaced only when the values differ, so importing a file twice writes nothing.
+    """
+    stored: list[Any] = conn.execute(_STORED_FACT, (fact.id,)).fetchall()
+    if not stored or fact.id in undated:
         return True
     if fact.updated_at is None:
         return False
-    return dt_to_ms(fact.updated_at) > int(stored[0][0])
+    updated, stored_updated = dt_to_ms(fact.updated_at), int(stored[0][-1])
+    if updated != stored_updated:
+        return updated > stored_updated
+    row = prepare_fact(fact)
+    mine = (row.content, row.source, row.category, row.tags, row.metadata)
+    return tuple(stored[0][:5]) != mine or (
+        row.created_ms is not None and row.created_ms != stored[0][5]
+    )
