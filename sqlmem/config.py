@@ -9,6 +9,7 @@ import apsw
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import InvalidArgumentError
+from .forksafe import sqlite_outside_engines
 
 __all__ = ["DEFAULT_TOKENIZER", "StoreConfig", "validation_message"]
 
@@ -72,7 +73,8 @@ def _sqlite_accepts(spec: str) -> bool:
     """Build the tokenizer once per spec (every StoreConfig() validates its tokenizer)."""
     words = spec.split()
     try:
-        apsw.Connection(":memory:").fts5_tokenizer(words[0], words[1:])
+        with sqlite_outside_engines():  # SQLite code: a fork waits for it (forksafe)
+            apsw.Connection(":memory:").fts5_tokenizer(words[0], words[1:])
     except apsw.Error:
         return False
     return True

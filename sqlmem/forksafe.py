@@ -19,6 +19,11 @@ thread): past it, the engines still busy keep their connections, the child aband
 without ever calling into SQLite for them (they stay referenced for ever, so not even
 interpreter shutdown closes them), and a warning is logged.
 
+The same holds for SQLite used outside any engine call: tokenizing a query on a private
+in-memory connection (sqlmem.query) runs inside `sqlite_outside_engines()`, which a fork
+waits for too. SQLite used by other code of the program (apsw or the stdlib's sqlite3 in
+another thread) is beyond our reach.
+
 `subprocess` does not run these hooks (it forks and execs in C), and costs nothing here.
 """
 
@@ -32,7 +37,7 @@ import weakref
 from collections.abc import Iterable
 from typing import Protocol
 
-__all__ = ["FORK_WAIT_SECONDS", "Forkable", "abandon", "register"]
+__all__ = ["FORK_WAIT_SECONDS", "Forkable", "abandon", "register", "sqlite_outside_engines"]
 
 _log = logging.getLogger("sqlmem")
 
@@ -49,6 +54,46 @@ class Forkable(Protocol):
 #: Held from just before a fork until just after it, so no engine is created meanwhile.
 _registry_lock = threading.Lock()
 _live: weakref.WeakSet[Forkable] = weakref.WeakSet()
+
+
+class _OutsideEngines:
+    """Counts the threads inside SQLite outside any engine call; a fork waits for them."""
+
+    def __init__(self) -> None:
+        self._state = threading.Condition(threading.Lock())
+        self._inside = 0
+        self._fork_pending = False
+
+    def __enter__(self) -> None:
+        with self._state:
+            while self._fork_pending:
+                self._state.wait()
+            self._inside += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._state:
+            self._inside -= 1
+            if self._fork_pending:
+                self._state.notify_all()
+
+    def pause(self, timeout: float) -> None:
+        with self._state:
+            self._fork_pending = True
+            if not self._state.wait_for(lambda: not self._inside, timeout):
+                _log.warning("forking while another thread is inside SQLite (tokenizing)")
+
+    def resume(self) -> None:
+        with self._state:
+            self._fork_pending = False
+            self._state.notify_all()
+
+
+_outside = _OutsideEngines()
+
+
+def sqlite_outside_engines() -> _OutsideEngines:
+    """`with sqlite_outside_engines():` around SQLite calls made outside any engine call."""
+    return _outside
 
 
 def register(engine: Forkable) -> None:
@@ -72,12 +117,14 @@ def _before_fork() -> None:
         deadline = time.monotonic() + FORK_WAIT_SECONDS
         for engine in list(_live):
             engine.pause_for_fork(max(0.0, deadline - time.monotonic()))
+        _outside.pause(max(0.0, deadline - time.monotonic()))
     except BaseException:  # a fork hook must never raise; the child copes (see above)
         _log.exception("sqlmem: preparing for fork failed")
 
 
 def _after_fork_in_parent() -> None:
     try:
+        _outside.resume()
         for engine in list(_live):
             engine.resume_after_fork()
     finally:
@@ -85,8 +132,9 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _registry_lock
+    global _registry_lock, _outside
     _registry_lock = threading.Lock()
+    _outside = _OutsideEngines()
     for engine in list(_live):
         engine.forget_after_fork()
 

@@ -26,6 +26,7 @@ from typing import Literal
 import apsw
 
 from .errors import InvalidQueryError
+from .forksafe import sqlite_outside_engines
 
 __all__ = [
     "MAX_QUERY_TERMS",
@@ -157,7 +158,8 @@ class QueryCompiler:
         """The tokens FTS5 indexes for `text` (already segmented)."""
         flags = apsw.FTS5_TOKENIZE_QUERY if query else apsw.FTS5_TOKENIZE_DOCUMENT
         data = _SURROGATE.sub("", text).encode("utf-8")
-        result = self._tokenizer()(data, flags, None, include_offsets=False)
+        with sqlite_outside_engines():  # SQLite code: a fork waits for it (forksafe)
+            result = self._tokenizer()(data, flags, None, include_offsets=False)
         return tuple(_first(t) for t in result)
 
     def terms(self, text: str) -> tuple[Term, ...]:
