@@ -31,7 +31,8 @@ import time
 import sqlmem
 from sqlmem import Fact, Message, forksafe
 
-CHILD_DEADLINE = float(os.environ.get("FORK_CHILD_DEADLINE", "30"))  # a child still running after this is hung
+#: A child still running after this many seconds is hung.
+CHILD_DEADLINE = float(os.environ.get("FORK_CHILD_DEADLINE", "30"))
 
 
 def main() -> None:
