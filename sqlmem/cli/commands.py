@@ -14,7 +14,6 @@ from typing import Any
 from ..db import MemoryDB, resolve_path
 from ..db import open as open_db
 from ..migrations import latest_version
-from .checking import check_read_only
 from .opening import CommandError, existing_path, open_existing, schema_version
 from .output import Output, fact_json, human_bytes, message_json, message_line, preview
 from .parser import UsageError
@@ -68,7 +67,7 @@ def _info_text(data: dict[str, Any]) -> Iterator[str]:
 
 def run_check(args: argparse.Namespace, out: Output) -> int:
     with open_existing(args.path) as db:
-        report = check_read_only(db)
+        report = db.check()  # no write lock: see MemoryDB._fts_problems
     data = {"path": report.path, "ok": report.ok, "problems": report.problems}
     out.result(data, _check_text)
     return 0 if report.ok else 1
