@@ -79,15 +79,19 @@ def test_a_forked_child_uses_its_own_connections(
     open_db: Callable[..., sqlmem.MemoryDB],
 ) -> None:
     """Regression: a child forked while another thread held the writer inherited the held
-    lock (its first write failed as busy) and the parent's SQLite connections."""
-    db = open_db()  # the child waits for the parent thread's transaction to end
+    lock (its first write failed as busy) and the parent's SQLite connections.
+
+    Since issue 23 (sqlmem.forksafe) the fork itself waits for that transaction to end
+    (here the holder lets go after 0.3 s on its own), so the child inherits no connection
+    and no lock at all."""
+    db = open_db()
     db.history.append("s", Message(role="user", content="from the parent"))
     holding, release = threading.Event(), threading.Event()
 
     def hold_the_writer() -> None:
         with db._engine.write():
             holding.set()
-            release.wait(10)
+            release.wait(0.3)
 
     thread = threading.Thread(target=hold_the_writer)
     thread.start()
