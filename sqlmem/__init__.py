@@ -23,8 +23,6 @@ from .context import (
     estimate_tokens,
     inject_memory,
 )
-from .db import CheckReport, MemoryDB
-from .db import open as open  # public as sqlmem.open, kept out of __all__
 from .errors import (
     CorruptDatabaseError,
     FactNotFoundError,
@@ -46,10 +44,12 @@ from .factory import (
     open_fact_store,
     open_history_store,
 )
-from .memory_facts import InMemoryFactStore
-from .memory_history import InMemoryHistoryStore
+from .memory.facts import InMemoryFactStore
+from .memory.history import InMemoryHistoryStore
 from .protocols import FactStore, HistoryStore, SearchMode
 from .records import Fact, Message, ToolCall
+from .sqlite.db import CheckReport, MemoryDB
+from .sqlite.db import open as open  # public as sqlmem.open, kept out of __all__
 
 __version__ = "0.1.0"
 

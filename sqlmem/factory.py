@@ -34,8 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .agent_ids import validate_agent_id
 from .config import StoreConfig, validation_message
-from .db import MemoryDB
-from .engine import Engine
 from .errors import (
     InvalidArgumentError,
     SqlmemError,
@@ -43,9 +41,11 @@ from .errors import (
     map_apsw_error,
     map_os_error,
 )
-from .facts import SQLiteFactStore
-from .history import SQLiteHistoryStore
 from .protocols import FactStore, HistoryStore
+from .sqlite.db import MemoryDB
+from .sqlite.engine import Engine
+from .sqlite.facts import SQLiteFactStore
+from .sqlite.history import SQLiteHistoryStore
 
 __all__ = [
     "AgentMemoryConfig",

@@ -157,8 +157,7 @@ def encode_metadata_json(value: Any, field: str) -> str:
 
 def _too_deep(field: str) -> InvalidArgumentError:
     return InvalidArgumentError(
-        f"{field} nests deeper than {MAX_METADATA_DEPTH} levels "
-        "(sqlmem.records.MAX_METADATA_DEPTH)"
+        f"{field} nests deeper than {MAX_METADATA_DEPTH} levels (sqlmem.records.MAX_METADATA_DEPTH)"
     )
 
 

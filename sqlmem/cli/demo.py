@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ..context import LLMExtractor, inject_memory
-from ..db import MemoryDB
 from ..factory import MemoryFactory
 from ..records import Message, ToolCall
+from ..sqlite.db import MemoryDB
 from .opening import CommandError
 from .output import Output, fact_json, message_json, message_line, preview, sqlmem_command
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import StoreConfig
-from ..connection import check_is_database, connect
-from ..db import MemoryDB, resolve_path
-from ..engine import make_read_only, wal_has_frames
 from ..errors import SqlmemError, translate_errors
-from ..migrations import latest_version, read_user_version, refuse_foreign_files
+from ..sqlite.connection import check_is_database, connect
+from ..sqlite.db import MemoryDB, resolve_path
+from ..sqlite.engine import make_read_only, wal_has_frames
+from ..sqlite.migrations import latest_version, read_user_version, refuse_foreign_files
 
 __all__ = ["CommandError", "existing_path", "open_existing", "schema_version"]
 

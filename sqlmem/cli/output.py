@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..records import Fact, Message
-from ..transfer import iso_ms
+from ..sqlite.transfer import iso_ms
 
 __all__ = [
     "Output",

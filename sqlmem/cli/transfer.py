@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .. import transfer
-from ..connection import DIR_MODE, FILE_MODE
-from ..db import open as open_db
-from ..db import resolve_path
+from ..sqlite import transfer
+from ..sqlite.connection import DIR_MODE, FILE_MODE
+from ..sqlite.db import open as open_db
+from ..sqlite.db import resolve_path
 from .opening import CommandError, open_existing
 from .output import Output, Progress
 from .signals import exceptions_on_signals

@@ -13,16 +13,15 @@ extraction adds nothing and returns only what is new.
 
 from __future__ import annotations
 
-import hashlib
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from ..errors import ExtractionError, InvalidArgumentError
-from ..history import check_session_id
 from ..protocols import FactStore
 from ..records import Fact, Message
+from ..rules.checks import check_session_id
+from ..rules.identity import fact_id, normalise_fact
 
 __all__ = [
     "ExtractionError",
@@ -33,9 +32,6 @@ __all__ = [
     "normalise_fact",
     "parse_facts",
 ]
-
-#: Ids of extracted facts: this prefix and 32 hex digits (128 bits) of a SHA-256.
-FACT_ID_PREFIX = "fact-"
 
 EXTRACTION_PROMPT = """\
 You maintain the long-term memory of an assistant. Read the conversation below and list \
@@ -65,19 +61,6 @@ class Extractor(Protocol):
     def extract(
         self, session_id: str, messages: Sequence[Message], store: FactStore | None = None
     ) -> list[Fact]: ...
-
-
-def normalise_fact(text: str) -> str:
-    """The form two phrasings of one fact share: NFKC, casefolded, whitespace collapsed,
-    trailing full stops dropped ("User likes tea." and "user  likes tea" are one fact)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(folded.split()).rstrip(". ")
-
-
-def fact_id(text: str) -> str:
-    """Stable id of a fact's normalised text."""
-    digest = hashlib.sha256(normalise_fact(text).encode("utf-8")).hexdigest()
-    return FACT_ID_PREFIX + digest[:32]
 
 
 def _is_none(line: str) -> bool:

@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sqlmem
-from sqlmem import Fact, Message, transfer
-from sqlmem.history import MAX_SEQ
-from sqlmem.transfer import MAX_IMPORTED_SEQ, ExportFormatError, import_records
+from sqlmem import Fact, Message
+from sqlmem.sqlite import transfer
+from sqlmem.sqlite.history import MAX_SEQ
+from sqlmem.sqlite.transfer import MAX_IMPORTED_SEQ, ExportFormatError, import_records
 
 HEADER = {"format": "sqlmem-export", "format_version": 1}
 UTC = timezone.utc

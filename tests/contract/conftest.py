@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from sqlmem.config import StoreConfig
-from sqlmem.engine import Engine
-from sqlmem.history import SQLiteHistoryStore, index_unsearchable_messages
-from sqlmem.memory_history import InMemoryHistoryStore
+from sqlmem.memory.history import InMemoryHistoryStore
 from sqlmem.protocols import HistoryStore
+from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.history import SQLiteHistoryStore, index_unsearchable_messages
 
 MakeHistory = Callable[..., HistoryStore]
 

@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 
 from sqlmem.config import StoreConfig
-from sqlmem.engine import Engine
 from sqlmem.errors import (
     FactNotFoundError,
     InvalidArgumentError,
     InvalidQueryError,
     SqlmemError,
 )
-from sqlmem.facts import SQLiteFactStore
-from sqlmem.memory_facts import InMemoryFactStore
+from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.protocols import FactStore
 from sqlmem.records import Fact
+from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.facts import SQLiteFactStore
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

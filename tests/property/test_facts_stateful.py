@@ -22,11 +22,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from sqlmem.config import StoreConfig
-from sqlmem.engine import Engine
 from sqlmem.errors import FactNotFoundError
-from sqlmem.facts import SQLiteFactStore
-from sqlmem.memory_facts import InMemoryFactStore
+from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.records import Fact
+from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.facts import SQLiteFactStore
 
 IDS = [f"f{i}" for i in range(8)] + ["telegram:1:", "ünï"]
 WORDS = [

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from sqlmem.config import StoreConfig
-from sqlmem.engine import Engine
-from sqlmem.history import SQLiteHistoryStore, index_unsearchable_messages
-from sqlmem.memory_history import InMemoryHistoryStore
+from sqlmem.memory.history import InMemoryHistoryStore
 from sqlmem.records import Message, Role, ToolCall, dt_from_ms
+from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.history import SQLiteHistoryStore, index_unsearchable_messages
 
 SESSIONS = ["a", "b", "telegram:12345:"]
 

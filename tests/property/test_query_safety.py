@@ -12,13 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sqlmem.config import StoreConfig
-from sqlmem.engine import Engine
 from sqlmem.errors import InvalidQueryError
-from sqlmem.facts import SQLiteFactStore
-from sqlmem.memory_facts import InMemoryFactStore
+from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.protocols import FactStore
-from sqlmem.query import MAX_QUERY_TERMS
 from sqlmem.records import Fact
+from sqlmem.search.query import MAX_QUERY_TERMS
+from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.facts import SQLiteFactStore
 
 CORPUS = [
     "what's up? e.g. C++ and foo-bar, a:b",

@@ -24,8 +24,9 @@ import apsw
 import pytest
 
 import sqlmem
-from sqlmem import Message, history
-from sqlmem.transfer import export_records
+from sqlmem import Message
+from sqlmem.sqlite import history
+from sqlmem.sqlite.transfer import export_records
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 CHUNK = 10
@@ -158,7 +159,7 @@ def test_a_small_purge_is_one_transaction(open_db: OpenDB, monkeypatch: pytest.M
 _CHILD = """
 import os, signal, sys
 import sqlmem
-from sqlmem import history
+from sqlmem.sqlite import history
 history.PURGE_CHUNK_ROWS = 10
 chunks = 0
 real = history._delete_chunk

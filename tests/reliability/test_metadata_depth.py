@@ -18,8 +18,8 @@ from pydantic import ValidationError
 
 import sqlmem
 from sqlmem import Fact, InvalidArgumentError, Message
-from sqlmem.memory_facts import InMemoryFactStore
-from sqlmem.memory_history import InMemoryHistoryStore
+from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.memory.history import InMemoryHistoryStore
 from sqlmem.protocols import FactStore, HistoryStore
 from sqlmem.records import MAX_METADATA_DEPTH
 

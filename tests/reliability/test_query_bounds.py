@@ -22,9 +22,9 @@ import pytest
 
 import sqlmem
 from sqlmem import Fact, InvalidQueryError, Message
-from sqlmem.memory_facts import InMemoryFactStore
-from sqlmem.memory_history import InMemoryHistoryStore
-from sqlmem.query import MAX_QUERY_TERMS, MAX_QUERY_WORDS_READ, compiler_for
+from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.memory.history import InMemoryHistoryStore
+from sqlmem.search.query import MAX_QUERY_TERMS, MAX_QUERY_WORDS_READ, compiler_for
 
 _PHRASE = re.compile(r'"([^"]*)"')
 

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from sqlmem import facts_sql
 from sqlmem.config import StoreConfig
-from sqlmem.engine import Engine
 from sqlmem.errors import InvalidQueryError
-from sqlmem.facts import SQLiteFactStore
-from sqlmem.filters import make_filters
-from sqlmem.query import compiler_for
 from sqlmem.records import Fact, dt_from_ms, dt_to_ms
+from sqlmem.rules.filters import make_filters
+from sqlmem.search.query import compiler_for
+from sqlmem.sqlite import facts_sql
+from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.facts import SQLiteFactStore
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ import pytest
 
 from sqlmem import factory as factory_module
 from sqlmem.config import StoreConfig
-from sqlmem.db import MemoryDB
 from sqlmem.errors import (
     CorruptDatabaseError,
     InvalidAgentIdError,
@@ -29,6 +28,7 @@ from sqlmem.factory import (
 )
 from sqlmem.protocols import FactStore, HistoryStore
 from sqlmem.records import Fact, Message
+from sqlmem.sqlite.db import MemoryDB
 
 
 @pytest.fixture

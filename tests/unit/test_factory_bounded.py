@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from sqlmem.db import MemoryDB
 from sqlmem.errors import StoreClosedError
 from sqlmem.factory import MemoryFactory
 from sqlmem.records import Fact, Message
+from sqlmem.sqlite.db import MemoryDB
 
 PROC_FD = Path("/proc/self/fd")
 

@@ -13,7 +13,7 @@ import pytest
 
 import sqlmem
 from sqlmem import MemoryFactory, Message
-from sqlmem.db import MemoryDB
+from sqlmem.sqlite.db import MemoryDB
 
 
 def _resolve(factory: MemoryFactory, agent_id: str) -> MemoryDB:

@@ -15,8 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import sqlmem
-from sqlmem import Fact, Message, ToolCall, history_sql, records
-from sqlmem.query import compiler_for, segment
+from sqlmem import Fact, Message, ToolCall, records
+from sqlmem.search.query import compiler_for, segment
+from sqlmem.sqlite import history_sql
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 

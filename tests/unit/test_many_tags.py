@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sqlmem
-from sqlmem import Fact, facts_sql
-from sqlmem.filters import make_filters
-from sqlmem.memory_facts import InMemoryFactStore
+from sqlmem import Fact
+from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.records import dt_from_ms
+from sqlmem.rules.filters import make_filters
+from sqlmem.sqlite import facts_sql
 
 _STEP = 100  # VM instructions per progress callback
 

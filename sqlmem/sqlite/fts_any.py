@@ -49,7 +49,7 @@ from typing import Any
 
 import apsw
 
-from .query import MAX_QUERY_TERMS, Mode, Term, phrases, rarest_terms, tokens_of
+from ..search.query import MAX_QUERY_TERMS, Mode, Term, phrases, rarest_terms, tokens_of
 
 __all__ = [
     "EXACT_BELOW",

@@ -46,7 +46,15 @@ from types import TracebackType
 
 import apsw
 
-from .config import StoreConfig
+from ..config import StoreConfig
+from ..errors import (
+    MigrationError,
+    SqlmemError,
+    StoreClosedError,
+    map_apsw_error,
+    translate_errors,
+)
+from ..forksafe import abandon, register
 from .connection import (
     check_is_database,
     connect,
@@ -54,14 +62,6 @@ from .connection import (
     require_fts5,
     set_wal,
 )
-from .errors import (
-    MigrationError,
-    SqlmemError,
-    StoreClosedError,
-    map_apsw_error,
-    translate_errors,
-)
-from .forksafe import abandon, register
 from .fts_any import vocabulary_table
 from .migrations import (
     apply_migrations,

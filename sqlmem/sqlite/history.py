@@ -32,46 +32,41 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 from typing import Any
 
 import apsw
 
-from . import history_sql as sql
-from .config import StoreConfig
-from .engine import Engine
-from .errors import InvalidArgumentError
-from .filters import check_limit
-from .fts_any import AnyShortcut, capped_terms
-from .query import MAX_QUERY_TERMS, compiler_for, phrases, segment
-from .records import (
+from ..config import StoreConfig
+from ..errors import InvalidArgumentError
+from ..records import (
     Message,
-    ToolCall,
     dt_to_ms,
-    dumps_json,
-    encode_metadata_json,
     messages_from_rows,
     now_ms,
 )
+from ..rules.checks import (
+    check_count,
+    check_message,
+    check_session_id,
+    check_text,
+    encode_metadata,
+    encode_tool_calls,
+    search_off_error,
+)
+from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
+from . import history_sql as sql
+from .engine import Engine
+from .fts_any import AnyShortcut, capped_terms
 from .writer import Writer
 
 __all__ = [
     "MAX_SEQ",
-    "MAX_SESSION_ID_LENGTH",
     "PURGE_CHUNK_ROWS",
     "SQLiteHistoryStore",
-    "check_count",
-    "check_message",
-    "check_session_id",
-    "check_text",
-    "encode_metadata",
-    "encode_tool_calls",
     "finish_purges",
     "index_unsearchable_messages",
-    "search_off_error",
+    "is_plain",
 ]
-
-MAX_SESSION_ID_LENGTH = 512
 
 #: The largest seq a message can get: SQLite's largest integer. Appends never reach it in
 #: practice; an imported seq can be at most `sqlmem.transfer.MAX_IMPORTED_SEQ` (2**62), so
@@ -91,65 +86,8 @@ _jitter = random.Random()
 #: LIMIT values are bound as 64-bit ints; anything larger means "all".
 _MAX_LIMIT = 2**62
 
-_ROLES = frozenset(("system", "user", "assistant", "tool"))
 
-
-# -- argument checks, shared with the in-memory twin ---------------------------------------
-
-
-def check_session_id(session_id: Any, name: str = "session_id") -> str:
-    if not isinstance(session_id, str):
-        raise InvalidArgumentError(f"{name} must be a str, not {type(session_id).__name__}")
-    if not session_id or len(session_id) > MAX_SESSION_ID_LENGTH:
-        raise InvalidArgumentError(
-            f"{name} must be 1-{MAX_SESSION_ID_LENGTH} characters, got {len(session_id)}"
-        )
-    check_text(session_id, name)
-    return session_id
-
-
-def check_text(value: Any, name: str) -> str:
-    """A str that UTF-8 can hold (no lone surrogates)."""
-    if not isinstance(value, str):
-        raise InvalidArgumentError(f"{name} must be a str, not {type(value).__name__}")
-    if value.isascii():  # the usual case, and ~10x cheaper than encoding
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgumentError(
-            f"{name} contains a lone surrogate, which UTF-8 cannot store"
-        ) from None
-    return value
-
-
-def check_count(value: Any, name: str) -> int:
-    """The same rule as fact search limits: any integer type (numpy's too), never a bool."""
-    return check_limit(value, name)
-
-
-def check_message(message: Any, name: str = "message") -> Message:
-    if not isinstance(message, Message):
-        raise InvalidArgumentError(f"{name} must be a sqlmem.Message, not {type(message).__name__}")
-    if message.role not in _ROLES:  # only possible through model_construct
-        raise InvalidArgumentError(f"{name}.role must be one of {sorted(_ROLES)}")
-    # Records are mutable after validation: re-check what would otherwise be stored as a
-    # wrong type (and read back different) or fail deep inside with a TypeError.
-    # append_many checks every message: empty lists and dicts skip the per-item generator.
-    for field in ("content", "name", "tool_call_id"):
-        if not isinstance(getattr(message, field), str):
-            raise InvalidArgumentError(f"{name}.{field} must be a str")
-    calls = message.tool_calls
-    if not isinstance(calls, list) or (calls and not all(isinstance(c, ToolCall) for c in calls)):
-        raise InvalidArgumentError(f"{name}.tool_calls must be a list of sqlmem.ToolCall")
-    if not isinstance(message.is_error, bool):
-        raise InvalidArgumentError(f"{name}.is_error must be a bool")
-    meta = message.metadata
-    if not isinstance(meta, dict) or (meta and not all(isinstance(k, str) for k in meta)):
-        raise InvalidArgumentError(f"{name}.metadata must be a dict with str keys")
-    if message.created_at is not None and not isinstance(message.created_at, datetime):
-        raise InvalidArgumentError(f"{name}.created_at must be a datetime or None")
-    return message
+# -- the shape of an insert ------------------------------------------------------------
 
 
 def is_plain(message: Message) -> bool:
@@ -162,25 +100,6 @@ def is_plain(message: Message) -> bool:
         or message.is_error
         or message.metadata
     )
-
-
-def search_off_error() -> InvalidArgumentError:
-    return InvalidArgumentError(
-        "search: history search is off for this store (StoreConfig.history_search=False); "
-        "open it with history_search=True to index and search messages"
-    )
-
-
-def encode_tool_calls(tool_calls: Sequence[ToolCall]) -> str:
-    if not tool_calls:
-        return "[]"
-    return dumps_json([{"id": t.id, "name": t.name, "arguments": t.arguments} for t in tool_calls])
-
-
-def encode_metadata(metadata: dict[str, Any], name: str = "message.metadata") -> str:
-    if not metadata:
-        return "{}"
-    return encode_metadata_json(metadata, name)  # JSON, and nested at most 64 levels
 
 
 # -- the open hook ----------------------------------------------------------------------------

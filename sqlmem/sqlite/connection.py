@@ -27,8 +27,8 @@ from pathlib import Path
 
 import apsw
 
-from .config import StoreConfig
-from .errors import (
+from ..config import StoreConfig
+from ..errors import (
     CorruptDatabaseError,
     SqlmemError,
     StorageBusyError,

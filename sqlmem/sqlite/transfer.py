@@ -57,14 +57,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .config import validation_message
-from .context.extract import fact_id
-from .errors import InvalidArgumentError
-from .filters import prepare_fact
-from .history import check_session_id, check_text, encode_metadata, encode_tool_calls
+from ..config import validation_message
+from ..errors import InvalidArgumentError
+from ..records import Fact, Message, dt_from_ms, dt_to_ms, now_ms
+from ..rules.checks import check_session_id, check_text, encode_metadata, encode_tool_calls
+from ..rules.filters import prepare_fact
+from ..rules.identity import fact_id
+from ..search.query import segment
 from .migrations import read_user_version
-from .query import segment
-from .records import Fact, Message, dt_from_ms, dt_to_ms, now_ms
 
 if TYPE_CHECKING:
     import apsw

@@ -25,8 +25,8 @@ from typing import Literal
 
 import apsw
 
-from .errors import InvalidQueryError
-from .forksafe import sqlite_outside_engines
+from ..errors import InvalidQueryError
+from ..forksafe import sqlite_outside_engines
 
 __all__ = [
     "MAX_QUERY_TERMS",

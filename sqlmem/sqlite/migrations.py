@@ -19,14 +19,14 @@ from pathlib import Path
 
 import apsw
 
-from .errors import (
+from ..errors import (
     MigrationChecksumError,
     MigrationError,
     SchemaTooNewError,
     map_apsw_error,
     translate_errors,
 )
-from .records import now_ms
+from ..records import now_ms
 
 __all__ = [
     "Migration",
@@ -70,7 +70,7 @@ class Migration:
 
 def migrations_dir() -> Path:
     """The migrations shipped in the wheel, else the checkout's top-level folder."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # sqlmem/, above sqlite/
     for candidate in (package / "_migrations", package.parent / "migrations"):
         if candidate.is_dir():
             return candidate

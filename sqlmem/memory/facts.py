@@ -32,9 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from .config import StoreConfig
-from .errors import FactNotFoundError, InvalidArgumentError
-from .filters import (
+from ..config import StoreConfig
+from ..errors import FactNotFoundError, InvalidArgumentError
+from ..protocols import SearchMode
+from ..records import Fact, build_fact, now_ms
+from ..rules.filters import (
     FactRow,
     Filters,
     check_limit,
@@ -45,9 +47,14 @@ from .filters import (
     merge_batch,
     prepare_fact,
 )
-from .protocols import SearchMode
-from .query import MAX_QUERY_TERMS, QueryCompiler, Term, compiler_for, rarest_terms, tokens_of
-from .records import Fact, build_fact, now_ms
+from ..search.query import (
+    MAX_QUERY_TERMS,
+    QueryCompiler,
+    Term,
+    compiler_for,
+    rarest_terms,
+    tokens_of,
+)
 
 __all__ = ["InMemoryFactStore"]
 

@@ -27,9 +27,9 @@ from datetime import datetime
 from json.encoder import encode_basestring as _json_string
 from typing import Any, NamedTuple
 
-from .errors import InvalidArgumentError
-from .query import segment
-from .records import Fact, check_category, dt_to_ms, dumps_json, encode_metadata_json
+from ..errors import InvalidArgumentError
+from ..records import Fact, check_category, dt_to_ms, dumps_json, encode_metadata_json
+from ..search.query import segment
 
 __all__ = [
     "MAX_FACT_ID_LEN",

@@ -21,7 +21,7 @@ from types import TracebackType
 
 import apsw
 
-from .errors import StorageBusyError, StoreClosedError, map_apsw_error
+from ..errors import StorageBusyError, StoreClosedError, map_apsw_error
 
 __all__ = ["ReaderPool", "Transaction", "Writer"]
 

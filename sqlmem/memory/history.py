@@ -19,9 +19,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .config import StoreConfig
-from .errors import InvalidArgumentError
-from .history import (
+from ..config import StoreConfig
+from ..errors import InvalidArgumentError
+from ..records import Message, ToolCall, dt_from_ms, dt_to_ms, now_ms
+from ..rules.checks import (
     check_count,
     check_message,
     check_session_id,
@@ -30,8 +31,7 @@ from .history import (
     encode_tool_calls,
     search_off_error,
 )
-from .query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
-from .records import Message, ToolCall, dt_from_ms, dt_to_ms, now_ms
+from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 
 __all__ = ["InMemoryHistoryStore"]
 

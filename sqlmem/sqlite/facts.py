@@ -56,10 +56,10 @@ from typing import Any
 
 import apsw
 
-from . import facts_sql as sql
-from .engine import Engine
-from .errors import FactNotFoundError, InvalidArgumentError, InvalidQueryError
-from .filters import (
+from ..errors import FactNotFoundError, InvalidArgumentError, InvalidQueryError
+from ..protocols import SearchMode
+from ..records import Fact, build_fact, dumps_json, facts_from_rows, now_ms
+from ..rules.filters import (
     NO_FILTERS,
     FactRow,
     Filters,
@@ -71,9 +71,7 @@ from .filters import (
     merge_batch,
     prepare_fact,
 )
-from .fts_any import AnyShortcut, capped_terms
-from .protocols import SearchMode
-from .query import (
+from ..search.query import (
     MAX_QUERY_TERMS,
     Mode,
     QueryCompiler,
@@ -82,7 +80,9 @@ from .query import (
     compiler_for,
     phrases,
 )
-from .records import Fact, build_fact, dumps_json, facts_from_rows, now_ms
+from . import facts_sql as sql
+from .engine import Engine
+from .fts_any import AnyShortcut, capped_terms
 
 __all__ = ["SQLiteFactStore", "raw_match"]
 

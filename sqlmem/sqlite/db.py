@@ -14,10 +14,8 @@ from typing import Any
 
 import apsw
 
-from .config import StoreConfig
-from .connection import FILE_MODE, connect, ensure_folder, remove_folders
-from .engine import Engine
-from .errors import (
+from ..config import StoreConfig
+from ..errors import (
     CorruptDatabaseError,
     InvalidArgumentError,
     SqlmemError,
@@ -25,6 +23,8 @@ from .errors import (
     map_os_error,
     translate_errors,
 )
+from .connection import FILE_MODE, connect, ensure_folder, remove_folders
+from .engine import Engine
 from .facts import SQLiteFactStore
 from .history import SQLiteHistoryStore, finish_purges, index_unsearchable_messages
 from .migrations import read_user_version

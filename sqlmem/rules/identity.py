@@ -1,0 +1,29 @@
+"""When two texts are one fact: the normalisation and the ids derived from it.
+
+The extractor stores a fact under an id derived from its normalised text, so the same fact
+extracted twice (or by two processes) is stored once; import and the in-memory store use
+the same rule. (0.2's fingerprints of memory items are the same normalisation.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+
+__all__ = ["FACT_ID_PREFIX", "fact_id", "normalise_fact"]
+
+#: Ids of extracted facts: this prefix and 32 hex digits (128 bits) of a SHA-256.
+FACT_ID_PREFIX = "fact-"
+
+
+def normalise_fact(text: str) -> str:
+    """The form two phrasings of one fact share: NFKC, casefolded, whitespace collapsed,
+    trailing full stops dropped ("User likes tea." and "user  likes tea" are one fact)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(folded.split()).rstrip(". ")
+
+
+def fact_id(text: str) -> str:
+    """Stable id of a fact's normalised text."""
+    digest = hashlib.sha256(normalise_fact(text).encode("utf-8")).hexdigest()
+    return FACT_ID_PREFIX + digest[:32]
