@@ -488,7 +488,7 @@ def test_plain_and_full_inserts_store_identical_rows(open_store: OpenStore) -> N
         engine_of(store).close()
 
 
-# -- search on large histories: the shared rare/common shortcut (sqlmem.sqlite.fts_any) -------------
+# -- search on large histories: the shared rare/common shortcut (sqlmem.sqlite.fts_any) ---
 
 
 def _exact_or(store: SQLiteHistoryStore, words: list[str]) -> dict[int, float]:
