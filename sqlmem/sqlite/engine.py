@@ -83,6 +83,9 @@ _log = logging.getLogger("sqlmem")
 #: Bits of Engine._pause: which new calls wait before entering.
 _PAUSE_ALL = 1  # a fork is under way (sqlmem.forksafe)
 _PAUSE_READS = 2  # the writer waits for this process's readers to let go of the WAL
+#: The engine's lock is held for microseconds by a call entering or leaving: not getting it
+#: within this many seconds means this thread holds it (see Engine.readers_paused).
+_PAUSE_LOCK_WAIT = 0.05
 
 #: Work run with the writer after every (re)open, before anyone else can use it, e.g.
 #: indexing messages stored while history search was off. A hook reads first and opens a
@@ -281,15 +284,23 @@ class Engine:
         overlap all the time, each holding its snapshot for a second or two, never leave
         the moment with no reader that restarting the WAL needs, and the WAL grew by
         gigabytes. Called on the writer's thread, which holds the write lock.
+
+        That thread may hold this engine's lock too: a reopen runs the open hooks, whose
+        commit calls the checkpointer, from inside `_enter`. The lock is then not taken
+        (it would wait for ever) and nothing is paused: it yields False.
         """
-        with self._lock:
+        if not self._lock.acquire(timeout=_PAUSE_LOCK_WAIT):
+            yield False
+            return
+        try:
             self._pause |= _PAUSE_READS
-            try:
-                drained = self._state.wait_for(lambda: not self._reading, timeout)
-            except BaseException:
-                self._pause &= ~_PAUSE_READS
-                self._state.notify_all()
-                raise
+            drained = self._state.wait_for(lambda: not self._reading, timeout)
+        except BaseException:
+            self._pause &= ~_PAUSE_READS
+            self._state.notify_all()
+            raise
+        finally:
+            self._lock.release()
         try:
             yield drained
         finally:

@@ -12,6 +12,8 @@ within RESTART_PAGES frames plus a few transactions. SQLMEM_STRESS=1 runs 5 minu
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -78,3 +80,54 @@ def test_wal_stays_bounded_under_overlapping_long_reads(open_db: OpenDB, db_path
     assert all(reads), reads  # every reader kept reading
     assert db.history.count("w") == appends[0] > 0
     assert peak <= bound, f"WAL peaked at {peak / 2**20:.1f} MB (bound {bound / 2**20:.1f} MB)"
+
+
+# The reopen that commits a large transaction from inside Engine._enter (the open hook
+# indexing messages another handle stored with history search off), while another
+# connection holds an old snapshot so the plain RESTART gives up: the writer's last resort
+# used to wait for the engine's lock, which that very thread held (a hang).
+_REOPEN = """
+import subprocess, sys
+import sqlmem
+from sqlmem import Message
+path = sys.argv[1]
+db = sqlmem.open(path)  # history search on
+db.history.append("s", Message(role="user", content="first"))
+assert db._engine.suspend()  # as the factory's LRU bound does
+with sqlmem.open(path, sqlmem.StoreConfig(history_search=False)) as off:
+    for start in range(0, 40_000, 5_000):
+        off.history.append_many(
+            "t", [Message(role="user", content=f"m{start + i} " + "word " * 80)
+                  for i in range(5_000)])
+    off.checkpoint()
+# Another process holds an old snapshot (in this one, the stdlib's SQLite would not see
+# apsw's locks at all).
+holder = subprocess.Popen(
+    [sys.executable, "-c", HOLD, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    text=True)
+assert holder.stdout.readline().strip() == "holding"
+# reopens, and the open hook indexes 40,000 messages in one transaction
+print(len(db.history.search("m39999", session_id="t")))
+holder.communicate("")
+db.close()
+"""
+
+_HOLD = """
+import sqlite3, sys
+reader = sqlite3.connect(sys.argv[1], isolation_level=None)
+reader.execute("BEGIN")
+reader.execute("SELECT count(*) FROM messages").fetchall()
+print("holding", flush=True)
+sys.stdin.read()  # until the parent is done
+"""
+
+
+def test_a_reopen_that_commits_a_large_transaction_never_hangs(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", f"HOLD = {_HOLD!r}\n" + _REOPEN, str(tmp_path / "memory.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1"]
