@@ -23,6 +23,8 @@ import math
 import re
 from collections.abc import Callable
 
+from ..search.scripts import DENSE_CLASS
+
 __all__ = ["CHARS_PER_TOKEN", "Estimator", "estimate_tokens"]
 
 Estimator = Callable[[str], int]
@@ -30,27 +32,9 @@ Estimator = Callable[[str], int]
 #: Characters per token for text written with spaces (the usual BPE rule of thumb).
 CHARS_PER_TOKEN = 4
 
-# Scripts that cost about one token per character (same ranges the query compiler segments).
-_DENSE = re.compile(
-    "["
-    "\u0e00-\u0eff"  # Thai, Lao
-    "\u1000-\u109f"  # Myanmar
-    "\u1100-\u11ff"  # Hangul jamo
-    "\u1780-\u17ff"  # Khmer
-    "\u2e80-\u2fdf"  # CJK radicals
-    "\u3000-\u303f"  # CJK punctuation
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3100-\u312f"  # Bopomofo
-    "\u3130-\u318f"  # Hangul compatibility jamo
-    "\u31f0-\u31ff"  # Katakana extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\uac00-\ud7af"  # Hangul syllables
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uff00-\uffef"  # full- and half-width forms
-    "\U00020000-\U0003134f"  # CJK extensions B-G
-    "]"
-)
+# Scripts that cost about one token per character (the table search segments, plus
+# CJK punctuation and full-width forms: see sqlmem.search.scripts).
+_DENSE = re.compile(f"[{DENSE_CLASS}]")
 
 
 def estimate_tokens(text: str) -> int:

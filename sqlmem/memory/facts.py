@@ -1,17 +1,10 @@
 """`InMemoryFactStore`: the fact store without a file, for tests and throwaway programs.
 
 It keeps the SQLite store's semantics, not just its signatures: the same argument checks
-and filters (`sqlmem.filters`), the same tokens (documents go through the FTS tokenizer
-via `QueryCompiler.tokens`, after the same `segment` step), and FTS5's BM25:
-
-    idf(t)   = log((N - n_t + 0.5) / (n_t + 0.5)), or 1e-6 when that is <= 0
-    score(d) = sum over query terms t of
-               idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * |d| / avgdl))
-
-with k1 = 1.2, b = 0.75, N the number of facts, n_t the facts containing the term, tf the
-number of times the term's tokens occur as a consecutive run in d, |d| the token count of
-d and avgdl the mean over all facts. So scores agree with the SQLite store's -bm25() up to
-rounding, and the stateful test can compare them.
+and filters (`sqlmem.rules.filters`), the same tokens (documents go through the FTS
+tokenizer via `QueryCompiler.tokens`, after the same `segment` step), and FTS5's BM25
+(`sqlmem.search.bm25`), so scores agree with the SQLite store's -bm25() up to rounding, and
+the stateful test can compare them.
 
 Raw mode (FTS5 syntax) is not supported: re-implementing FTS5's query language would be
 a second parser that drifts from the real one. It raises InvalidArgumentError; use the
@@ -30,8 +23,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from ..config import StoreConfig
 from ..errors import FactNotFoundError, InvalidArgumentError
 from ..protocols import SearchMode
@@ -47,6 +38,7 @@ from ..rules.filters import (
     merge_batch,
     prepare_fact,
 )
+from ..search.bm25 import occurrences, scores
 from ..search.query import (
     MAX_QUERY_TERMS,
     QueryCompiler,
@@ -57,10 +49,6 @@ from ..search.query import (
 )
 
 __all__ = ["InMemoryFactStore"]
-
-K1 = 1.2
-B = 0.75
-_MIN_IDF = 1e-6  # FTS5 clamps non-positive idf (terms in over half the rows) to this
 
 
 @dataclass
@@ -96,14 +84,7 @@ class _Doc:
 
     def tf(self, term: Term) -> int:
         """Occurrences of the term's tokens as a consecutive run (overlaps count)."""
-        first, rest = term.tokens[0], term.tokens[1:]
-        hits = self.counts.get(first, 0)
-        if not rest or not hits:
-            return hits
-        toks, n = self.tokens, len(term.tokens)
-        return sum(
-            1 for i in range(len(toks) - n + 1) if toks[i] == first and toks[i + 1 : i + n] == rest
-        )
+        return occurrences(self.tokens, term.tokens, self.counts)
 
 
 class InMemoryFactStore:
@@ -116,7 +97,6 @@ class InMemoryFactStore:
         self._compiler: QueryCompiler = compiler_for((config or StoreConfig()).tokenizer)
         self._docs: dict[str, _Doc] = {}
         self._next_pk = 1
-        self._total_tokens = 0
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -148,7 +128,6 @@ class InMemoryFactStore:
         else:
             pk = old.pk
             created = old.created_ms if row.created_ms is None else row.created_ms
-            self._total_tokens -= len(old.tokens)
         tokens = self._compiler.tokens(row.search_text or row.content)
         self._docs[row.id] = _Doc(
             pk=pk,
@@ -160,12 +139,11 @@ class InMemoryFactStore:
             tokens=tokens,
             counts=Counter(tokens),
         )
-        self._total_tokens += len(tokens)
 
     def delete(self, fact_id: str) -> None:
         with self._lock:
             if is_fact_id(fact_id) and fact_id in self._docs:
-                self._remove(fact_id)
+                del self._docs[fact_id]
                 return
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
 
@@ -176,12 +154,8 @@ class InMemoryFactStore:
         with self._lock:
             found = {i for i in ids if i in self._docs}
             for fact_id in found:
-                self._remove(fact_id)
+                del self._docs[fact_id]
         return len(found)
-
-    def _remove(self, fact_id: str) -> None:
-        doc = self._docs.pop(fact_id)
-        self._total_tokens -= len(doc.tokens)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -238,27 +212,16 @@ class InMemoryFactStore:
         self, terms: Sequence[Term], every: bool, filters: Filters, limit: int
     ) -> list[Fact]:
         docs = list(self._docs.values())
-        if not docs:
-            return []
-        # Term frequencies of every fact: FTS5's idf counts all rows, filtered or not.
-        tf = np.array([[d.tf(t) for t in terms] for d in docs], dtype=np.float64)
-        present = tf > 0
-        hits = present.all(axis=1) if every else present.any(axis=1)
-        n_docs = len(docs)
-        n_t = present.sum(axis=0)
-        idf = np.log((n_docs - n_t + 0.5) / (n_t + 0.5))
-        idf[idf <= 0] = _MIN_IDF
-        avgdl = self._total_tokens / n_docs
-        chosen = [i for i in np.flatnonzero(hits) if docs[i].accepted_by(filters)]
-        if not chosen:
-            return []
-        sub = tf[chosen]
-        dl = np.array([len(docs[i].tokens) for i in chosen], dtype=np.float64)[:, None]
-        norm = K1 * (1 - B + B * dl / avgdl)
-        scores = (idf * sub * (K1 + 1) / (sub + norm)).sum(axis=1)
+        # Every fact counts in N, n_t and avgdl (as in FTS5); the filters only pick rows.
+        ranked = scores(
+            [[d.tf(t) for t in terms] for d in docs],
+            [len(d.tokens) for d in docs],
+            every=every,
+            keep=lambda i: docs[i].accepted_by(filters),
+        )
         # Best first; equal scores in insertion order (an arbitrary but stable choice).
-        order = sorted(range(len(chosen)), key=lambda j: (-scores[j], docs[chosen[j]].pk))
-        return [docs[chosen[j]].fact(float(scores[j])) for j in order[:limit]]
+        ranked.sort(key=lambda hit: (-hit[1], docs[hit[0]].pk))
+        return [docs[i].fact(score) for i, score in ranked[:limit]]
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
         if not isinstance(key, str):

@@ -6,14 +6,14 @@ objects: a list of messages whose index is `seq - 1`, an archive boundary and a 
 
 Search reproduces FTS5: documents and query words are tokenized by the same SQLite
 tokenizer (through `sqlmem.query`), a query word matches where its tokens occur as a
-consecutive run, and hits are ranked with FTS5's own BM25 (k1=1.2, b=0.75, idf clamped to
-1e-6), so results agree with the SQLite store as a set and, up to float rounding, in score.
+consecutive run, and hits are ranked with FTS5's own BM25 (`sqlmem.search.bm25`, shared
+with the fact twin), so results agree with the SQLite store as a set and, up to float
+rounding, in score.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections import Counter
 from collections.abc import Iterable
@@ -31,13 +31,10 @@ from ..rules.checks import (
     encode_tool_calls,
     search_off_error,
 )
+from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 
 __all__ = ["InMemoryHistoryStore"]
-
-_K1 = 1.2
-_B = 0.75
-_MIN_IDF = 1e-6
 
 
 @dataclass
@@ -206,10 +203,17 @@ class InMemoryHistoryStore:
                 for doc in docs:
                     counts.update(wanted.intersection(doc.tokens or ()))
                 found = rarest_terms(found, counts, "any")
-            terms = [t.tokens for t in found]
-            hits = _score(docs, terms, session_id)
-            hits.sort(key=lambda pair: -pair[0])
-            return [_copy(s.message, score) for score, s in hits[:top_k]]
+            # Every message counts in N, n_t and avgdl (as in FTS5); the session only picks.
+            freqs = [[occurrences(d.tokens or (), t.tokens) for t in found] for d in docs]
+            lengths = [len(d.tokens or ()) for d in docs]
+            if session_id is None:
+                ranked = scores(freqs, lengths)
+            else:
+                ranked = scores(
+                    freqs, lengths, keep=lambda i: docs[i].message.session_id == session_id
+                )
+            ranked.sort(key=lambda hit: -hit[1])  # stable: equal scores in storage order
+            return [_copy(docs[i].message, score) for i, score in ranked[:top_k]]
 
 
 def _normalise(message: Message, now: int) -> Message:
@@ -251,41 +255,3 @@ def _archive(session: _Session, boundary: int) -> int:
     new = max(archived, boundary)
     session.archived = new
     return new - archived
-
-
-def _occurrences(tokens: tuple[str, ...], phrase: tuple[str, ...]) -> int:
-    """How many places `phrase` starts in `tokens` (overlaps count, as in FTS5)."""
-    size = len(phrase)
-    first = phrase[0]
-    return sum(
-        1
-        for i in range(len(tokens) - size + 1)
-        if tokens[i] == first and tokens[i : i + size] == phrase
-    )
-
-
-def _score(
-    docs: list[_Stored], terms: list[tuple[str, ...]], session_id: str | None
-) -> list[tuple[float, _Stored]]:
-    """FTS5's bm25(): N and avgdl over every indexed message, whatever the filter."""
-    n_docs = len(docs)
-    total = sum(len(d.tokens or ()) for d in docs)
-    avgdl = total / n_docs if n_docs else 0.0
-    freqs = [[_occurrences(d.tokens or (), t) for t in terms] for d in docs]
-    idf = []
-    for i in range(len(terms)):
-        hits = sum(1 for f in freqs if f[i])
-        value = math.log((n_docs - hits + 0.5) / (hits + 0.5))
-        idf.append(value if value > 0 else _MIN_IDF)
-    out: list[tuple[float, _Stored]] = []
-    for doc, freq in zip(docs, freqs, strict=True):
-        if not any(freq):
-            continue
-        if session_id is not None and doc.message.session_id != session_id:
-            continue
-        length = len(doc.tokens or ())
-        score = 0.0
-        for i, f in enumerate(freq):
-            score += idf[i] * (f * (_K1 + 1)) / (f + _K1 * (1 - _B + _B * length / avgdl))
-        out.append((score, doc))
-    return out

@@ -189,6 +189,14 @@ class Filters:
     metadata_json: str = ""
 
     @property
+    def empty(self) -> bool:
+        """True when no filter narrows anything, however it was spelt: None, `tags=[]`,
+        `category=""` and `metadata={}` alike. Stores test this, never identity with
+        `NO_FILTERS`, to take their unfiltered paths (an identity test once sent
+        `tags=[]` past mode "any"'s shortcut)."""
+        return not any(self.key)
+
+    @property
     def key(self) -> tuple[bool, bool, bool, bool, bool, bool]:
         return (
             bool(self.tags),
@@ -243,6 +251,7 @@ class Filters:
         return all(k in metadata and json_equal(metadata[k], v) for k, v in self.metadata.items())
 
 
+#: No filter at all; `make_filters` returns it when every argument is None (no work).
 NO_FILTERS = Filters()
 
 

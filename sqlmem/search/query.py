@@ -27,6 +27,7 @@ import apsw
 
 from ..errors import InvalidQueryError
 from ..forksafe import sqlite_outside_engines
+from .scripts import SEGMENTED_CLASS
 
 __all__ = [
     "MAX_QUERY_TERMS",
@@ -58,24 +59,8 @@ MAX_QUERY_TERMS = 64
 MAX_QUERY_WORDS_READ = 4096
 
 # Scripts without word spaces (and Hangul, whose words carry suffixes): one token per char.
-_NO_SPACE = (
-    "\u0e00-\u0eff"  # Thai, Lao
-    "\u1000-\u109f"  # Myanmar
-    "\u1780-\u17ff"  # Khmer
-    "\u2e80-\u2fdf"  # CJK radicals
-    "\u3040-\u30ff"  # Hiragana, Katakana
-    "\u3100-\u312f"  # Bopomofo
-    "\u3130-\u318f"  # Hangul compatibility jamo
-    "\u31f0-\u31ff"  # Katakana extensions
-    "\u3400-\u4dbf"  # CJK extension A
-    "\u4e00-\u9fff"  # CJK unified ideographs
-    "\uac00-\ud7af"  # Hangul syllables
-    "\uf900-\ufaff"  # CJK compatibility ideographs
-    "\uff66-\uff9f"  # half-width Katakana
-    "\U00020000-\U0003134f"  # CJK extensions B-G
-)
-_NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
-_NO_SPACE_RUN = re.compile(f"[{_NO_SPACE}]+")
+_NO_SPACE_CHAR = re.compile(f"[{SEGMENTED_CLASS}]")
+_NO_SPACE_RUN = re.compile(f"[{SEGMENTED_CLASS}]+")
 
 
 @cache

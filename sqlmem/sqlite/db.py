@@ -26,12 +26,11 @@ from ..errors import (
 from .connection import FILE_MODE, connect, ensure_folder, remove_folders
 from .engine import Engine
 from .facts import SQLiteFactStore
+from .fts_names import FTS_TABLES
 from .history import SQLiteHistoryStore, finish_purges, index_unsearchable_messages
 from .migrations import read_user_version
 
 __all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
-
-_FTS_TABLES = ("messages_fts", "facts_fts")
 
 _CHECKPOINT_PASSIVE = "PRAGMA wal_checkpoint(PASSIVE)"
 _CHECKPOINT_TRUNCATE = "PRAGMA wal_checkpoint(TRUNCATE)"
@@ -196,7 +195,7 @@ class MemoryDB:
         try:
             with translate_errors(str(self.path)):
                 copy.pragma("trusted_schema", "OFF")  # its views are the file's, not ours
-            for table in _FTS_TABLES:
+            for table in FTS_TABLES:
                 try:
                     with translate_errors(f"{self.path}: {table}"):
                         # rank 1: also compare the index with the content it was built from.
@@ -268,7 +267,7 @@ class MemoryDB:
         """
         finish_purges(self._engine)
         with self._engine.writer_connection() as conn:
-            for table in _FTS_TABLES:
+            for table in FTS_TABLES:
                 conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
             if conn.execute(_HAS_STAT4).fetchall():
                 conn.execute("ANALYZE")

@@ -63,6 +63,7 @@ from .connection import (
     set_wal,
 )
 from .fts_any import vocabulary_table
+from .fts_names import FACTS_FTS, MESSAGES_FTS
 from .migrations import (
     apply_migrations,
     latest_version,
@@ -74,7 +75,7 @@ from .writer import ReaderPool, Writer
 
 #: Created in every reader connection's temp schema before it turns query_only: the
 #: vocabularies mode "any" reads its dfs from (sqlmem.fts_any). Nothing goes in the file.
-_READER_TEMP_TABLES = (vocabulary_table("facts_fts"), vocabulary_table("messages_fts"))
+_READER_TEMP_TABLES = (vocabulary_table(FACTS_FTS), vocabulary_table(MESSAGES_FTS))
 
 __all__ = ["Engine", "OpenHook", "make_read_only", "wal_has_frames"]
 

@@ -218,7 +218,8 @@ class SQLiteFactStore:
         filters = make_filters(tags, category, source, since, until, metadata)
         if (match is None and not terms) or limit <= 0:
             return []
-        if filters is NO_FILTERS:  # the common case: constant text, no filter params
+        unfiltered = filters.empty
+        if unfiltered:  # the common case: constant text, no filter params
             statement, params = _SEARCH_UNFILTERED, {"query": match, "limit": limit}
         else:
             statement, params = sql.search_sql(filters.key), filters.params()
@@ -229,7 +230,7 @@ class SQLiteFactStore:
                 match = params["query"] = phrases(terms, " OR " if words == "any" else " AND ")
                 if match is None:  # no kept word is in any row
                     return []
-            if mode == "any" and filters is NO_FILTERS:
+            if mode == "any" and unfiltered:
                 found = self._any.rows(conn, terms, limit)
                 if found is not None:
                     return facts_from_rows(found, ranked=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from functools import cache, lru_cache
 
 from .fts_any import any_queries
+from .fts_names import FACTS_FTS
 
 __all__ = [
     "ANY",
@@ -92,7 +93,7 @@ def _where(key: FilterKey) -> list[str]:
 
 #: The shortcut's SQL over facts_fts; the ranked subquery yields (pk, score).
 ANY = any_queries(
-    "facts_fts",
+    FACTS_FTS,
     f"SELECT {_COLUMNS}, r.score FROM ({{ranked}}) AS r JOIN facts AS f ON f.pk = r.pk"
     " ORDER BY r.score",
 )
@@ -115,11 +116,11 @@ def search_sql(key: FilterKey) -> str:
     if not where:
         return ANY.bm25
     return (
-        f"SELECT {_COLUMNS}, facts_fts.rank"
-        " FROM facts_fts CROSS JOIN facts AS f ON f.pk = facts_fts.rowid"
-        " WHERE facts_fts MATCH :query AND "
+        f"SELECT {_COLUMNS}, {FACTS_FTS}.rank"
+        f" FROM {FACTS_FTS} CROSS JOIN facts AS f ON f.pk = {FACTS_FTS}.rowid"
+        f" WHERE {FACTS_FTS} MATCH :query AND "
         + " AND ".join(where)
-        + " ORDER BY facts_fts.rank LIMIT :limit"
+        + f" ORDER BY {FACTS_FTS}.rank LIMIT :limit"
     )
 
 

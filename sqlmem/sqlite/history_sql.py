@@ -21,6 +21,7 @@ from __future__ import annotations
 from functools import cache
 
 from .fts_any import any_queries
+from .fts_names import MESSAGES_FTS
 
 __all__ = [
     "ANY",
@@ -243,7 +244,7 @@ SESSIONS = "SELECT session_id FROM sessions WHERE last_seq > 0 OR summary != '' 
 #: Search mode "any" on large histories (sqlmem.fts_any): the ranked subquery yields
 #: (pk, score); rows come back in SEARCH_ALL's shape.
 ANY = any_queries(
-    "messages_fts",
+    MESSAGES_FTS,
     f"SELECT {MESSAGE_COLUMNS}, s.session_id, r.score FROM ({{ranked}}) AS r"
     " CROSS JOIN messages AS m ON m.pk = r.pk"
     " CROSS JOIN sessions AS s ON s.pk = m.session ORDER BY r.score",
@@ -259,11 +260,11 @@ SEARCH_ALL = ANY.bm25
 # session. FTS drives (CROSS JOIN): probing the index once per message of a large
 # session would be far slower than filtering the matches.
 SEARCH_SESSION = f"""
-SELECT {MESSAGE_COLUMNS}, ?2, messages_fts.rank
-FROM messages_fts CROSS JOIN messages AS m ON m.pk = messages_fts.rowid
-WHERE messages_fts MATCH ?1
+SELECT {MESSAGE_COLUMNS}, ?2, {MESSAGES_FTS}.rank
+FROM {MESSAGES_FTS} CROSS JOIN messages AS m ON m.pk = {MESSAGES_FTS}.rowid
+WHERE {MESSAGES_FTS} MATCH ?1
   AND m.session = (SELECT pk FROM sessions WHERE session_id = ?2)
-ORDER BY messages_fts.rank
+ORDER BY {MESSAGES_FTS}.rank
 LIMIT ?3
 """
 
@@ -275,9 +276,9 @@ LIMIT ?3
 SEARCH_LIVE = f"""
 SELECT {MESSAGE_COLUMNS}, s.session_id, r.score
 FROM (
-    SELECT messages_fts.rowid AS pk, bm25(messages_fts) AS score
-    FROM messages_fts CROSS JOIN messages AS live ON live.pk = messages_fts.rowid
-    WHERE messages_fts MATCH :query
+    SELECT {MESSAGES_FTS}.rowid AS pk, bm25({MESSAGES_FTS}) AS score
+    FROM {MESSAGES_FTS} CROSS JOIN messages AS live ON live.pk = {MESSAGES_FTS}.rowid
+    WHERE {MESSAGES_FTS} MATCH :query
       AND live.session NOT IN (SELECT pk FROM sessions WHERE session_id >= x'')
     ORDER BY score
     LIMIT :limit

@@ -27,6 +27,7 @@ from ..errors import (
     translate_errors,
 )
 from ..records import now_ms
+from .fts_names import FACTS_FTS
 
 __all__ = [
     "Migration",
@@ -138,7 +139,7 @@ def refuse_foreign_files(conn: apsw.Connection, path: Path) -> None:
         )
 
 
-_FTS_SQL = "SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = 'facts_fts'"
+_FTS_SQL = f"SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = '{FACTS_FTS}'"
 _TOKENIZE = re.compile(r"tokenize\s*=\s*'([^']*)'", re.IGNORECASE)
 
 
