@@ -112,6 +112,16 @@ class MemoryDB:
         self.history = SQLiteHistoryStore(self._engine)
         self.facts = SQLiteFactStore(self._engine)
 
+    @property
+    def engine(self) -> Engine:
+        """The SQLite engine behind both stores (internal, not public API).
+
+        The interface sqlmem's own modules use to run their statements on this database
+        (the factory's bounding hooks, export and import, the CLI); programs should use
+        `.history`, `.facts` and the maintenance methods.
+        """
+        return self._engine
+
     # -- life cycle ---------------------------------------------------------------------
 
     @property
