@@ -159,7 +159,7 @@ def _unindexed_note(db: MemoryDB, session: str | None, path: str) -> str | None:
     Opening the file with search on indexes them (the open hook), but that is a write,
     which a read-only command never does (SPEC 10): the user is told instead.
     """
-    with db._engine.read() as conn:
+    with db.engine.read() as conn:
         rows: list[Any] = conn.execute(_UNINDEXED, (session,)).fetchall()
     count = int(rows[0][0])
     if not count:

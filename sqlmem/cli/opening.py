@@ -15,8 +15,8 @@ from ..config import StoreConfig
 from ..errors import SqlmemError, translate_errors
 from ..sqlite.connection import check_is_database, connect
 from ..sqlite.db import MemoryDB, resolve_path
-from ..sqlite.engine import make_read_only, wal_has_frames
 from ..sqlite.migrations import latest_version, read_user_version, refuse_foreign_files
+from ..sqlite.readonly import make_read_only, wal_has_frames
 
 __all__ = ["CommandError", "existing_path", "open_existing", "schema_version"]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..records import Fact, Message
-from ..sqlite.transfer import iso_ms
+from ..rules.export_format import iso_ms
 
 __all__ = [
     "Output",

@@ -1,4 +1,5 @@
-"""`sqlmem export` and `sqlmem import`: the command-line side of `sqlmem.transfer`.
+"""`sqlmem export` and `sqlmem import`: the command-line side of sqlite/export.py
+and sqlite/importer.py (format: rules/export_format.py).
 
 Export writes to a temporary file beside the target and renames it into place, so an
 interrupted export never leaves a truncated backup under the real name; the temporary
@@ -22,10 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..sqlite import transfer
+from ..rules.export_format import read_export, write_jsonl
 from ..sqlite.connection import DIR_MODE, FILE_MODE
 from ..sqlite.db import open as open_db
 from ..sqlite.db import resolve_path
+from ..sqlite.export import export_records
+from ..sqlite.importer import import_stream
 from .opening import CommandError, open_existing
 from .output import Output, Progress
 from .signals import exceptions_on_signals
@@ -43,13 +46,13 @@ def run_export(args: argparse.Namespace, out: Output) -> int:
     to_stdout = args.output == "-"
     progress = Progress("exported", _show_progress(args))
     with open_existing(args.path) as db, progress:
-        records = transfer.export_records(db, progress)
+        records = export_records(db, progress)
         if to_stdout:
             count = _write_stdout(records)
         else:
             target = _output_path(args.output, db.path)
             with exceptions_on_signals(), _replace_atomically(target) as fp:
-                count = transfer.write_jsonl(records, fp)
+                count = write_jsonl(records, fp)
     if not to_stdout:
         data = {"path": str(db.path), "output": str(target), "records": count - 1}
         out.result(data, lambda d: [f"exported {d['records']} records to {d['output']}"])
@@ -60,11 +63,11 @@ def _write_stdout(records: Iterator[dict[str, Any]]) -> int:
     sys.stdout.flush()
     buffer = getattr(sys.stdout, "buffer", None)
     if buffer is not None:
-        count = transfer.write_jsonl(records, buffer)
+        count = write_jsonl(records, buffer)
         buffer.flush()
         return count
     raw = io.BytesIO()  # a text-only stream (rare): the same bytes, decoded
-    count = transfer.write_jsonl(records, raw)
+    count = write_jsonl(records, raw)
     sys.stdout.write(raw.getvalue().decode("utf-8"))
     return count
 
@@ -147,12 +150,12 @@ def run_import(args: argparse.Namespace, out: Output) -> int:
         raise CommandError(f"{source}: is a directory, not an export file")
     progress = Progress("imported", _show_progress(args))
     with open(source, "rb") as fp:
-        stream = transfer.read_export(fp)  # a wrong file fails here, before the database
+        stream = read_export(fp)  # a wrong file fails here, before the database
         target = resolve_path(args.path)
         if target.is_dir():
             raise CommandError(f"{target}: is a directory, not a database file")
         with open_db(target) as db, progress:
-            counts = transfer.import_stream(db, stream, progress)
+            counts = import_stream(db, stream, progress)
     data = {"path": str(target), "file": str(source), **counts.as_dict()}
     out.result(data, _import_text)
     return 0

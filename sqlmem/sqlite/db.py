@@ -2,40 +2,21 @@
 
 from __future__ import annotations
 
-import errno
 import os
-import secrets
-import time
-from contextlib import suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import apsw
-
 from ..config import StoreConfig
-from ..errors import (
-    CorruptDatabaseError,
-    InvalidArgumentError,
-    SqlmemError,
-    StorageBusyError,
-    map_os_error,
-    translate_errors,
-)
-from .connection import FILE_MODE, connect, ensure_folder, remove_folders
+from ..errors import InvalidArgumentError, map_os_error
+from . import backup, maintenance
 from .engine import Engine
 from .facts import SQLiteFactStore
-from .fts_names import FTS_TABLES
-from .history import SQLiteHistoryStore, finish_purges, index_unsearchable_messages
+from .history import SQLiteHistoryStore, index_unsearchable_messages
+from .maintenance import CheckReport
 from .migrations import read_user_version
 
 __all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
-
-_CHECKPOINT_PASSIVE = "PRAGMA wal_checkpoint(PASSIVE)"
-_CHECKPOINT_TRUNCATE = "PRAGMA wal_checkpoint(TRUNCATE)"
-
-_HAS_STAT4 = "SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat4'"
 
 _STATS = """
 SELECT
@@ -44,15 +25,6 @@ SELECT
     (SELECT coalesce(sum(archived_seq), 0) FROM sessions),
     (SELECT count(*) FROM facts)
 """
-
-
-@dataclass(frozen=True)
-class CheckReport:
-    """What `MemoryDB.check()` found; `ok` is True for a healthy file."""
-
-    path: str
-    ok: bool
-    problems: list[str] = field(default_factory=list)
 
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:
@@ -111,6 +83,16 @@ class MemoryDB:
         self.history = SQLiteHistoryStore(self._engine)
         self.facts = SQLiteFactStore(self._engine)
 
+    @property
+    def engine(self) -> Engine:
+        """The SQLite engine behind both stores (internal, not public API).
+
+        The interface sqlmem's own modules use to run their statements on this database
+        (the factory's bounding hooks, export and import, the CLI); programs should use
+        `.history`, `.facts` and the maintenance methods.
+        """
+        return self._engine
+
     # -- life cycle ---------------------------------------------------------------------
 
     @property
@@ -163,68 +145,10 @@ class MemoryDB:
     def check(self) -> CheckReport:
         """SQLite's integrity_check plus FTS5's integrity-check of every FTS table.
 
-        Takes no write lock, so writers (threads, other processes) go on meanwhile; see
-        `_fts_problems` for how, and what it costs.
+        Takes no write lock, so writers (threads, other processes) go on meanwhile: the
+        FTS check runs on a private copy (see `maintenance._fts_problems` for its cost).
         """
-        problems: list[str] = []
-        try:
-            rows = self._integrity_check()
-        except CorruptDatabaseError as exc:  # damaged beyond what the pragma can list
-            return CheckReport(str(self.path), False, [str(exc.__cause__ or exc)])
-        if rows != ["ok"]:
-            problems.extend(str(r) for r in rows)
-        problems.extend(self._fts_problems())
-        return CheckReport(str(self.path), not problems, problems)
-
-    def _fts_problems(self) -> list[str]:
-        """FTS5's 'integrity-check' with rank 1, run on a private copy of the database.
-
-        Why a copy: the check is an INSERT into the FTS table, and SQLite takes the
-        file's write lock for any INSERT (inside a read transaction too; a read-only or
-        query_only connection refuses it), and holds it for the whole check: 2 s at 500k
-        messages, so a writer with a shorter busy timeout failed. `PRAGMA integrity_check`
-        (FTS5-aware since SQLite 3.44) does not replace it: for external-content tables
-        it checks the index alone, not against the content, and misses an index out of
-        step with its rows. The copy is SQLite's backup into a private temporary file
-        (SQLite's temp folder, deleted on close): a WAL reader's snapshot, no lock that
-        a writer waits for. Costs temporary space the size of the file and a copy
-        (measured: 0.12 s for 70 MB, the 0.6 s FTS check itself unchanged).
-        """
-        copy = self._copy_into("", str(self.path))
-        problems: list[str] = []
-        try:
-            with translate_errors(str(self.path)):
-                copy.pragma("trusted_schema", "OFF")  # its views are the file's, not ours
-            for table in FTS_TABLES:
-                try:
-                    with translate_errors(f"{self.path}: {table}"):
-                        # rank 1: also compare the index with the content it was built from.
-                        copy.execute(
-                            f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"
-                        )
-                except SqlmemError as exc:
-                    problems.append(f"{table}: {exc.__cause__ or exc}")
-        finally:
-            copy.close()
-        return problems
-
-    def _integrity_check(self) -> list[str]:
-        """PRAGMA integrity_check on a connection of its own, opened for it.
-
-        Since SQLite 3.44 the pragma also checks FTS5 tables, with the FTS5 structure the
-        connection cached earlier and without refreshing it: on a pooled reader, after the
-        writer merged segments, a healthy file was reported as 'fts5: corruption found
-        reading blob' (tests/reliability/test_bad_files.py pins it). A new connection has
-        nothing cached; it is a WAL reader, so writers do not wait for the check.
-        """
-        with self._engine.read():  # StoreClosedError once closed; keeps the engine open
-            conn = connect(self.path, self.config)
-            try:
-                with translate_errors(str(self.path)):
-                    conn.pragma("query_only", "ON")
-                    return [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
-            finally:
-                conn.close()
+        return maintenance.check(self._engine)
 
     def checkpoint(self) -> tuple[int, int]:
         """Copy the WAL into the database and truncate it; returns (wal frames, copied),
@@ -235,8 +159,7 @@ class MemoryDB:
         checkpoint; past it, raises `StorageBusyError` and leaves the WAL as it was
         (nothing is lost either way).
         """
-        with self._engine.writer_connection() as conn:
-            return self._truncate_wal(conn, "checkpoint")
+        return maintenance.checkpoint(self._engine)
 
     def vacuum(self) -> None:
         """Make deletions physical: afterwards no byte of deleted facts or purged sessions
@@ -265,56 +188,7 @@ class MemoryDB:
         the whole file. A purge that a crash interrupted is finished first
         (`history.finish_purges`).
         """
-        finish_purges(self._engine)
-        with self._engine.writer_connection() as conn:
-            for table in FTS_TABLES:
-                conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-            if conn.execute(_HAS_STAT4).fetchall():
-                conn.execute("ANALYZE")
-            conn.execute("VACUUM")
-            self._truncate_wal(conn, "vacuum")
-
-    def _truncate_wal(self, conn: apsw.Connection, what: str) -> tuple[int, int]:
-        """PASSIVE (to count the frames), then TRUNCATE, retried until the busy timeout.
-
-        SQLite calls the busy handler while a checkpoint waits for readers or for the
-        write lock, but not for the checkpoint lock itself: while another connection (a
-        process's `checkpoint()`, its WAL hook) checkpoints, ours returns "busy" at once.
-        So we retry with backoff; each try gets only what is left of the busy timeout, so
-        the whole call never waits much longer than it.
-        """
-        timeout_ms = self.config.busy_timeout_ms
-        deadline = time.monotonic() + timeout_ms / 1000
-        delay = 0.001
-        while True:
-            left_ms = max(0, int((deadline - time.monotonic()) * 1000))
-            conn.set_busy_timeout(left_ms)
-            try:
-                # TRUNCATE reports (0, 0) once it emptied the WAL: count the frames first.
-                passive: Any = conn.execute(_CHECKPOINT_PASSIVE).fetchall()[0]
-                busy = bool(passive[0]) or bool(conn.execute(_CHECKPOINT_TRUNCATE).fetchall()[0][0])
-            except apsw.BusyError:
-                busy = True
-            finally:
-                conn.set_busy_timeout(timeout_ms)
-            if not busy:
-                frames = max(0, int(passive[1]))  # -1 when the file is not in WAL mode
-                return frames, frames  # TRUNCATE succeeded: every frame was copied
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            time.sleep(min(delay, left))
-            delay = min(delay * 2, 0.05)
-        done = (
-            "the rebuild is committed; call checkpoint() to finish"
-            if what == "vacuum"
-            else ("call it again once it has finished")
-        )
-        raise StorageBusyError(
-            f"{self.path}: {what} could not finish within the busy timeout: another "
-            "connection (a reader holding an old snapshot, a writer, or another process's "
-            f"checkpoint) kept using the WAL; {done}"
-        )
+        maintenance.vacuum(self._engine)
 
     def backup(self, dest_path: str | os.PathLike[str]) -> Path:
         """A consistent copy of the database taken while it stays in use.
@@ -325,121 +199,7 @@ class MemoryDB:
         `dest_path` only once complete, so a failed backup leaves nothing behind (folders
         it created included).
         """
-        dest = resolve_path(dest_path)
-        _refuse_existing_dest(dest, self.path)
-        created = ensure_folder(dest.parent)
-        temp = dest.parent / f".sqlmem-backup-{secrets.token_hex(8)}.tmp"
-        try:
-            try:
-                os.close(os.open(temp, os.O_RDWR | os.O_CREAT | os.O_EXCL, FILE_MODE))
-            except OSError as exc:
-                raise map_os_error(exc, dest, "cannot create the backup") from exc
-            target = self._copy_into(str(temp), str(dest))
-            with translate_errors(str(dest)):
-                target.close()
-            _publish(temp, dest)
-        except BaseException:
-            for leftover in (temp, Path(f"{temp}-journal")):
-                with suppress(OSError):
-                    leftover.unlink()
-            remove_folders(created)
-            raise
-        return dest
-
-    def _copy_into(self, target_path: str, context: str) -> apsw.Connection:
-        """SQLite's backup of the database into `target_path` ('' opens a private temporary
-        file, deleted on close); returns the target connection, open."""
-        with self._engine.read() as source, translate_errors(context):
-            target = apsw.Connection(target_path)
-            try:
-                # Not `with job:`: when the file system fails, apsw's Backup.__exit__ can
-                # raise SystemError ("returned a result with an exception set") instead of
-                # the apsw error (tests/reliability/test_io_faults.py). step, then finish.
-                job = target.backup("main", source, "main")
-                try:
-                    job.step(-1)
-                finally:
-                    job.finish()
-            except BaseException:
-                target.close()
-                raise
-        return target
-
-
-def _refuse_existing_dest(dest: Path, database: Path) -> None:
-    """InvalidArgumentError unless nothing exists at `dest` (nor its journal files).
-
-    The rule is "never replace": an existing file may be another program's database, this
-    database itself under another spelling, or an earlier backup someone still needs; a
-    sqlmem-looking file is no safer to overwrite (it may be another agent's live memory).
-    """
-    for candidate in (dest, Path(f"{dest}-wal"), Path(f"{dest}-journal")):
-        try:
-            os.lstat(candidate)
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
-            raise map_os_error(exc, dest, "backup: cannot use dest_path") from exc
-        if candidate == dest and _same_file(dest, database):
-            raise InvalidArgumentError(
-                f"backup: dest_path {str(dest)!r} is the database itself (a link or another "
-                "spelling of its path)"
-            )
-        raise InvalidArgumentError(
-            f"backup: {str(candidate)!r} already exists; backup never replaces a file "
-            "(remove it first, or choose another dest_path)"
-        )
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False  # a dangling link, say: not the database
-
-
-def _publish(temp: Path, dest: Path) -> None:
-    """Give the finished copy its name without replacing a file that appeared meanwhile.
-
-    A hard link fails if `dest` exists (rename would silently replace it); file systems
-    without hard links fall back to a rename after checking again.
-    """
-    try:
-        os.link(temp, dest)
-    except FileExistsError as exc:
-        raise InvalidArgumentError(
-            f"backup: {str(dest)!r} appeared while the backup was written; not replaced"
-        ) from exc
-    except OSError as exc:
-        if exc.errno not in _NO_HARD_LINKS:
-            raise map_os_error(exc, dest, "cannot name the backup") from exc
-        _refuse_existing_dest(dest, temp)
-        try:
-            os.rename(temp, dest)
-        except OSError as rename_exc:
-            raise map_os_error(rename_exc, dest, "cannot name the backup") from rename_exc
-    else:
-        with suppress(OSError):
-            temp.unlink()
-    _sync_folder(dest.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the new name durable (best effort: not every platform can fsync a folder)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-#: link() errors that mean "this file system has no hard links" rather than a failure.
-_NO_HARD_LINKS = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV})
+        return backup.backup(self._engine, resolve_path(dest_path))
 
 
 def _size(path: Path) -> int:

@@ -36,25 +36,18 @@ connections of its own, and the parent's reopen on their next use.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from types import TracebackType
 
 import apsw
 
 from ..config import StoreConfig
-from ..errors import (
-    MigrationError,
-    SqlmemError,
-    StoreClosedError,
-    map_apsw_error,
-    translate_errors,
-)
+from ..errors import SqlmemError, StoreClosedError, translate_errors
 from ..forksafe import abandon, register
+from .calls import Reading, Writing
 from .connection import (
     check_is_database,
     connect,
@@ -64,20 +57,15 @@ from .connection import (
 )
 from .fts_any import vocabulary_table
 from .fts_names import FACTS_FTS, MESSAGES_FTS
-from .migrations import (
-    apply_migrations,
-    latest_version,
-    read_fts_tokenizer,
-    read_user_version,
-    refuse_foreign_files,
-)
+from .migrations import apply_migrations, read_fts_tokenizer, refuse_foreign_files
+from .readonly import make_read_only, require_latest_schema, wal_has_frames
 from .writer import ReaderPool, Writer
 
 #: Created in every reader connection's temp schema before it turns query_only: the
 #: vocabularies mode "any" reads its dfs from (sqlmem.fts_any). Nothing goes in the file.
 _READER_TEMP_TABLES = (vocabulary_table(FACTS_FTS), vocabulary_table(MESSAGES_FTS))
 
-__all__ = ["Engine", "OpenHook", "make_read_only", "wal_has_frames"]
+__all__ = ["Engine", "OpenHook"]
 
 _log = logging.getLogger("sqlmem")
 
@@ -164,7 +152,7 @@ class Engine:
                 set_wal(conn, self.path, self.config)
             require_fts5(conn, self.path)
             if read_only:
-                _require_latest_schema(conn, self.path)
+                require_latest_schema(conn, self.path)
             else:
                 apply_migrations(conn, self.path, self.config.tokenizer)
             with translate_errors(str(self.path)):
@@ -346,13 +334,13 @@ class Engine:
         if self.on_idle is not None:
             self.on_idle(self)
 
-    def write(self) -> _Writing:
+    def write(self) -> Writing:
         """One write transaction (a savepoint when nested)."""
-        return _Writing(self)
+        return Writing(self)
 
-    def read(self) -> _Reading:
+    def read(self) -> Reading:
         """A reader connection for this thread, returned to the pool afterwards."""
-        return _Reading(self)
+        return Reading(self)
 
     @contextmanager
     def writer_connection(self) -> Iterator[apsw.Connection]:
@@ -365,102 +353,6 @@ class Engine:
                 yield conn
         finally:
             self._leave()
-
-
-def wal_has_frames(path: Path) -> bool:
-    """True when a WAL with content is beside `path` (checked before connecting)."""
-    try:
-        return os.stat(f"{path}-wal").st_size > 0
-    except OSError:  # no WAL (or unreadable: SQLite will say so)
-        return False
-
-
-def make_read_only(conn: apsw.Connection, path: Path, *, keep_wal: bool) -> None:
-    """A connection that cannot write the file: `query_only` (a write, BEGIN IMMEDIATE
-    included, fails at once, so no write lock is taken) and, with `keep_wal` (see
-    `wal_has_frames`), no checkpoint of that WAL into the file when it closes last."""
-    with translate_errors(str(path)):
-        conn.pragma("query_only", "ON")
-        if keep_wal:
-            conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
-
-
-def _require_latest_schema(conn: apsw.Connection, path: Path) -> None:
-    """A read-only open cannot migrate: an older (or empty) file is refused untouched.
-
-    `refuse_foreign_files` already refused newer and foreign files.
-    """
-    with translate_errors(str(path)):
-        version = read_user_version(conn)
-    latest = latest_version()
-    if version != latest:
-        raise MigrationError(
-            f"{path}: schema version {version} is not the latest ({latest}); a read-only "
-            "open cannot migrate it"
-        )
-
-
-# Every store call goes through one of these two. They are classes rather than
-# generator context managers, and fold the engine's bookkeeping, the reader pool and
-# the writer's transaction into one object: the layers of generators cost more than
-# the SQL of a small read (measured on get_recent and single appends).
-
-
-class _Writing:
-    __slots__ = ("_engine", "_tx")
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def __enter__(self) -> apsw.Connection:
-        writer, _ = self._engine._enter()
-        try:
-            tx = self._tx = writer.transaction()
-            return tx.__enter__()
-        except BaseException:
-            self._engine._leave()
-            raise
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self._tx.__exit__(exc_type, exc, tb)
-        finally:
-            self._engine._leave()
-
-
-class _Reading:
-    __slots__ = ("_conn", "_engine", "_readers")
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def __enter__(self) -> apsw.Connection:
-        _, readers = self._engine._enter(True)
-        try:
-            conn = self._conn = readers.acquire()
-        except BaseException:
-            self._engine._leave(True)
-            raise
-        self._readers = readers
-        return conn
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self._readers.release(self._conn)
-        finally:
-            self._engine._leave(True)
-        if isinstance(exc, apsw.Error):
-            raise map_apsw_error(exc, str(self._engine.path)) from exc
 
 
 def _connections(writer: Writer | None, readers: ReaderPool | None) -> list[apsw.Connection]:

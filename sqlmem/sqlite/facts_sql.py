@@ -34,6 +34,8 @@ __all__ = [
     "COUNT",
     "DELETE_MANY",
     "DELETE_ONE",
+    "EXPORT_FACTS_PAGE",
+    "IMPORT_STORED_FACT",
     "SELECT_BY_ID",
     "TAGS",
     "UPSERT_CHUNK",
@@ -166,3 +168,17 @@ def upsert_sql(rows: int, *, keep_created: bool) -> str:
         " metadata = excluded.metadata," + created + " updated_at = excluded.updated_at,"
         " search_text = excluded.search_text"
     )
+
+
+# -- export and import (sqlite/export.py, sqlite/importer.py) -------------------------------
+
+# Export pages by pk, oldest row first.
+EXPORT_FACTS_PAGE = """
+SELECT pk, id, content, source, tags, category, metadata, created_at, updated_at
+FROM facts WHERE pk > ? ORDER BY pk LIMIT ?
+"""
+# What an imported record is compared with (the stored values, in upsert's encoding).
+IMPORT_STORED_FACT = (
+    "SELECT content, source, category, tags, metadata, created_at, updated_at"
+    " FROM facts WHERE id = ?"
+)

@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 #: The largest seq a message can get: SQLite's largest integer. Appends never reach it in
-#: practice; an imported seq can be at most `sqlmem.transfer.MAX_IMPORTED_SEQ` (2**62), so
+#: practice; an imported seq can be at most `rules.export_format.MAX_IMPORTED_SEQ` (2**62), so
 #: 2**62 appends always fit after an import. A session whose counter would pass it refuses
 #: the append with nothing written (issue 23 item 7).
 MAX_SEQ = 2**63 - 1

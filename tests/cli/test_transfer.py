@@ -1,4 +1,4 @@
-"""Export and import (`sqlmem.sqlite.transfer`): a database survives the round trip exactly,
+"""Export and import (sqlite/export.py, importer.py): a database survives the round trip exactly,
 import is idempotent and a merge, and bad or newer files are refused with their line."""
 
 from __future__ import annotations
@@ -18,15 +18,10 @@ from hypothesis import strategies as st
 
 import sqlmem
 from sqlmem import Fact, Message, ToolCall
+from sqlmem.rules.export_format import ExportFormatError, ImportCounts, write_jsonl
+from sqlmem.sqlite.export import export_records
+from sqlmem.sqlite.importer import import_lines, import_records
 from sqlmem.sqlite.migrations import latest_version
-from sqlmem.sqlite.transfer import (
-    ExportFormatError,
-    ImportCounts,
-    export_records,
-    import_lines,
-    import_records,
-    write_jsonl,
-)
 
 # -- strategies -------------------------------------------------------------------------------
 
@@ -383,7 +378,7 @@ def test_export_pages_through_large_tables(
         db.history.compact(session, keep_last=2, summary=f"summary of {session}")
     db.facts.index_many([Fact(id=f"f{i}", content=f"fact {i}") for i in range(7)])
     whole = body(db)
-    monkeypatch.setattr("sqlmem.sqlite.transfer._PAGE", 2)
+    monkeypatch.setattr("sqlmem.sqlite.export._PAGE", 2)
     assert body(db) == whole
     assert [(r["session_id"], r["seq"]) for r in whole if r["type"] == "message"] == [
         (s, i) for s in "abc" for i in range(1, 6)

@@ -26,7 +26,7 @@ import pytest
 import sqlmem
 from sqlmem import Message
 from sqlmem.sqlite import history
-from sqlmem.sqlite.transfer import export_records
+from sqlmem.sqlite.export import export_records
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 CHUNK = 10

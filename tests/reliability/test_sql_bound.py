@@ -42,10 +42,10 @@ _SQL_WORD = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|PRAGMA|CREATE|DROP|ALTER
 
 #: (file, unparsed first argument) -> why it is safe. Reviewed by hand.
 REVIEWED_DYNAMIC = {
-    ("db.py", "f\"INSERT INTO {table}({table}) VALUES ('optimize')\""): (
+    ("maintenance.py", "f\"INSERT INTO {table}({table}) VALUES ('optimize')\""): (
         "table iterates the module constant _FTS_TABLES"
     ),
-    ("db.py", "f\"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)\""): (
+    ("maintenance.py", "f\"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)\""): (
         "table iterates the module constant _FTS_TABLES"
     ),
     ("fts_any.py", "queries.averages"): (

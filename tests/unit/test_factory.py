@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from sqlmem import factory as factory_module
 from sqlmem.config import StoreConfig
 from sqlmem.errors import (
     CorruptDatabaseError,
@@ -26,6 +25,7 @@ from sqlmem.factory import (
     open_fact_store,
     open_history_store,
 )
+from sqlmem.factory import agents as factory_module
 from sqlmem.protocols import FactStore, HistoryStore
 from sqlmem.records import Fact, Message
 from sqlmem.sqlite.db import MemoryDB

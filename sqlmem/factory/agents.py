@@ -27,79 +27,32 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
 
 import apsw
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .agent_ids import validate_agent_id
-from .config import StoreConfig, validation_message
-from .errors import (
+from ..agent_ids import validate_agent_id
+from ..config import StoreConfig
+from ..errors import (
     InvalidArgumentError,
     SqlmemError,
     StoreClosedError,
     map_apsw_error,
     map_os_error,
 )
-from .protocols import FactStore, HistoryStore
-from .sqlite.db import MemoryDB
-from .sqlite.engine import Engine
-from .sqlite.facts import SQLiteFactStore
-from .sqlite.history import SQLiteHistoryStore
+from ..protocols import FactStore, HistoryStore
+from ..sqlite.db import MemoryDB
+from ..sqlite.engine import Engine
+from .agent_config import (
+    AGENTS_FOLDER,
+    DB_FILE_NAME,
+    AgentMemoryConfig,
+    absolute_folder,
+    check_agents,
+)
 
-__all__ = [
-    "AgentMemoryConfig",
-    "MemoryFactory",
-    "OwnedFactStore",
-    "OwnedHistoryStore",
-    "open_fact_store",
-    "open_history_store",
-]
+__all__ = ["MemoryFactory"]
 
 _log = logging.getLogger("sqlmem")
-
-DB_FILE_NAME = "memory.db"
-AGENTS_FOLDER = "agents"
-
-
-class AgentMemoryConfig(BaseModel):
-    """One agent's memory settings.
-
-    `data_dir` is the agent's own folder (its file is `data_dir/memory.db`); without it the
-    agent lives under the factory's `data_dir/agents/<agent_id>/`. Configs compare by value,
-    which is how `MemoryFactory.reload` tells a changed agent from an unchanged one.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    enabled: bool = True
-    data_dir: Path | None = None
-    store: StoreConfig = Field(default_factory=StoreConfig)
-
-    def __init__(self, **data: Any) -> None:
-        store = data.get("store")
-        if isinstance(store, Mapping) and all(isinstance(k, str) for k in store):
-            # Built here rather than by pydantic, whose message for an error inside a
-            # nested model with a custom __init__ is "store: Value error, StoreConfig...".
-            try:
-                data["store"] = StoreConfig(**store)
-            except InvalidArgumentError as exc:
-                message = str(exc).replace("StoreConfig.", "AgentMemoryConfig.store.")
-                raise InvalidArgumentError(message) from None
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise InvalidArgumentError(validation_message(exc, "AgentMemoryConfig")) from None
-
-    @field_validator("data_dir", mode="before")
-    @classmethod
-    def _non_empty_path(cls, value: Any) -> Any:
-        # Path("") is ".", the current directory: almost certainly a config mistake.
-        if isinstance(value, (str, os.PathLike)) and not os.fspath(value):
-            raise ValueError("must be a non-empty path or None")
-        if isinstance(value, str) and "\x00" in value:
-            raise ValueError("must not contain NUL characters")
-        return value
 
 
 def _open_db(path: Path, config: StoreConfig) -> MemoryDB:
@@ -147,9 +100,9 @@ class MemoryFactory:
             default = AgentMemoryConfig()
         elif not isinstance(default, AgentMemoryConfig):
             raise InvalidArgumentError("default must be an AgentMemoryConfig")
-        self._data_dir = _folder(data_dir, "data_dir")
+        self._data_dir = absolute_folder(data_dir, "data_dir")
         self._default = default
-        self._agents = _check_agents(agents)
+        self._agents = check_agents(agents)
         self._max_open = max_open
         self._lock = threading.Lock()  # guards _slots, _paths, _agents, _live, _closed
         self._evicting = threading.Lock()  # one eviction pass at a time
@@ -180,7 +133,7 @@ class MemoryFactory:
                         return None
             db = self._open_slot(agent_id, slot)
             if db is not None:
-                self._enforce_bound(keep=db._engine)
+                self._enforce_bound(keep=db.engine)
                 return db
             # Another thread opened it, or reload()/close() replaced the slot: look again.
 
@@ -226,13 +179,13 @@ class MemoryFactory:
                 if error is exc:
                     raise
                 raise error from exc
-            db._engine.on_reopen = self._on_reopen
-            db._engine.on_idle = self._on_idle
+            db.engine.on_reopen = self._on_reopen
+            db.engine.on_idle = self._on_idle
             with self._lock:
                 current = not self._closed and self._slots.get(agent_id) is slot
                 if current:
                     slot.db = db
-                    self._live.add(db._engine)
+                    self._live.add(db.engine)
             if not current:  # closed or reloaded while we were opening
                 db.close()
                 return None
@@ -244,7 +197,7 @@ class MemoryFactory:
             del self._slots[agent_id]
             del self._paths[slot.path]
         if slot.db is not None:
-            self._live.discard(slot.db._engine)
+            self._live.discard(slot.db.engine)
 
     # -- configuration ------------------------------------------------------------------
 
@@ -260,7 +213,7 @@ class MemoryFactory:
         if not config.enabled:
             return None
         if config.data_dir is not None:
-            folder = _folder(config.data_dir, "data_dir")
+            folder = absolute_folder(config.data_dir, "data_dir")
         elif self._data_dir is not None:
             folder = self._data_dir / AGENTS_FOLDER / agent_id
         else:
@@ -275,7 +228,7 @@ class MemoryFactory:
         object), so a config reload does not interrupt agents it does not concern.
         `agents=None` gives every agent the factory's `default`, which does not change.
         """
-        checked = _check_agents(agents)
+        checked = check_agents(agents)
         with self._lock:
             if self._closed:
                 raise StoreClosedError("MemoryFactory is closed")
@@ -393,18 +346,6 @@ class MemoryFactory:
         return f"<MemoryFactory {str(self._data_dir)!r} {state}>"
 
 
-def _folder(value: Any, name: str) -> Path | None:
-    """A folder setting as an absolute path, without touching the disk."""
-    if value is None:
-        return None
-    if not isinstance(value, (str, os.PathLike)):
-        raise InvalidArgumentError(f"{name} must be a path or None, not {type(value).__name__}")
-    text = os.fspath(value)
-    if not isinstance(text, str) or not text or "\x00" in text:
-        raise InvalidArgumentError(f"{name} must be a non-empty path or None")
-    return Path(text).expanduser().absolute()
-
-
 def _refuse_links_below(data_dir: Path, db_file: Path) -> None:
     """InvalidArgumentError if a symlink lies between `data_dir` and the agent's files.
 
@@ -435,23 +376,6 @@ def _refuse_links_below(data_dir: Path, db_file: Path) -> None:
             )
 
 
-def _check_agents(
-    agents: Mapping[str, AgentMemoryConfig] | None,
-) -> dict[str, AgentMemoryConfig] | None:
-    """Validate a per-agent config mapping and take a private copy of it."""
-    if agents is None:
-        return None
-    if not isinstance(agents, Mapping):
-        raise InvalidArgumentError("agents must be a mapping of agent id to AgentMemoryConfig")
-    checked: dict[str, AgentMemoryConfig] = {}
-    for agent_id, config in agents.items():
-        validate_agent_id(agent_id)
-        if not isinstance(config, AgentMemoryConfig):
-            raise InvalidArgumentError(f"agents[{agent_id!r}] must be an AgentMemoryConfig")
-        checked[agent_id] = config
-    return checked
-
-
 def _open_error(agent_id: str, path: Path, exc: BaseException) -> BaseException:
     """The error a failed open raises: sqlmem errors as they are, anything else wrapped."""
     if isinstance(exc, SqlmemError) or not isinstance(exc, Exception):
@@ -462,83 +386,3 @@ def _open_error(agent_id: str, path: Path, exc: BaseException) -> BaseException:
         reason = exc.strerror or str(exc)
         return SqlmemError(f"agent {agent_id!r}: cannot open {path} ({reason})")
     return exc
-
-
-# -- one store outside any factory ----------------------------------------------------------
-#
-# A program that wants only history (or only facts) should not have to carry a MemoryDB
-# around to close it later. The store returned here is a subclass of the SQLite store that
-# holds its MemoryDB (so the database lives exactly as long as the store is referenced)
-# and can close it. It shares the engine with `store.db`, whose maintenance methods
-# (stats, check, vacuum, backup) stay reachable.
-
-
-_Owner = TypeVar("_Owner", bound="_OwnsDatabase")
-
-
-class _OwnsDatabase:
-    """Mixin: a store that owns the MemoryDB it was opened with."""
-
-    _db: MemoryDB
-
-    @property
-    def db(self) -> MemoryDB:
-        """The database behind this store, for maintenance (stats, vacuum, backup)."""
-        return self._db
-
-    @property
-    def closed(self) -> bool:
-        return self._db.closed
-
-    def close(self) -> None:
-        """Close the database; idempotent. Later calls raise StoreClosedError."""
-        self._db.close()
-
-    def __enter__(self: _Owner) -> _Owner:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-
-class OwnedHistoryStore(_OwnsDatabase, SQLiteHistoryStore):
-    """The `HistoryStore` of a database opened by `open_history_store`; close it when done."""
-
-    def __init__(self, db: MemoryDB) -> None:
-        super().__init__(db._engine)
-        self._db = db
-
-
-class OwnedFactStore(_OwnsDatabase, SQLiteFactStore):
-    """The `FactStore` of a database opened by `open_fact_store`; close it when done."""
-
-    def __init__(self, db: MemoryDB) -> None:
-        super().__init__(db._engine)
-        self._db = db
-
-
-def open_history_store(
-    path: str | os.PathLike[str], config: StoreConfig | None = None
-) -> OwnedHistoryStore:
-    """Open (creating and migrating) one memory file for its conversation history only.
-
-    Use it as a context manager or call `close()`; facts stored in the same file are
-    untouched and reachable through `store.db.facts`.
-    """
-    return OwnedHistoryStore(MemoryDB(path, config))
-
-
-def open_fact_store(
-    path: str | os.PathLike[str], config: StoreConfig | None = None
-) -> OwnedFactStore:
-    """Open (creating and migrating) one memory file for its long-term facts only.
-
-    Use it as a context manager or call `close()`; the history in the same file is
-    untouched and reachable through `store.db.history`.
-    """
-    return OwnedFactStore(MemoryDB(path, config))

@@ -1,0 +1,117 @@
+"""Export of a SQLite memory database: the records of the format in rules/export_format.py.
+
+Rows are read in pages by key (statements in history_sql.py and facts_sql.py), each page
+in its own short read through the engine's reader pool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from ..rules.export_format import EXPORT_FORMAT, FORMAT_VERSION, Progress, iso_from_ms, iso_ms
+from .facts_sql import EXPORT_FACTS_PAGE
+from .history_sql import EXPORT_MESSAGES_PAGE, EXPORT_SESSIONS_PAGE
+from .migrations import read_user_version
+
+if TYPE_CHECKING:
+    from .db import MemoryDB
+
+__all__ = ["export_records"]
+
+#: Rows read per query while exporting; each page is its own short read.
+_PAGE = 1000
+
+
+def export_records(db: MemoryDB, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
+    """The header, then every message, session summary and fact of `db`, as dicts.
+
+    Rows are read in pages of 1,000 by key, each page in its own short read, so a large
+    export neither holds a reader open while the caller writes nor loads the file into
+    memory. Writes made while an export runs may or may not be included.
+    `progress(n)` is called every 10,000 records.
+    """
+    with db.engine.read() as conn:
+        version = read_user_version(conn)
+    yield {
+        "format": EXPORT_FORMAT,
+        "format_version": FORMAT_VERSION,
+        "schema_version": version,
+        "exported_at": iso_ms(datetime.now(timezone.utc)),
+    }
+    records = _chain(_messages(db), _summaries(db), _facts(db))
+    for count, record in enumerate(records, start=1):
+        yield record
+        if progress is not None and count % 10_000 == 0:
+            progress(count)
+
+
+def _chain(*parts: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    for part in parts:
+        yield from part
+
+
+def _messages(db: MemoryDB) -> Iterator[dict[str, Any]]:
+    after: tuple[str, int] = ("", 0)
+    while True:
+        with db.engine.read() as conn:
+            rows: list[Any] = conn.execute(EXPORT_MESSAGES_PAGE, (*after, _PAGE)).fetchall()
+        for row in rows:
+            yield {
+                "type": "message",
+                "session_id": row[0],
+                "seq": row[1],
+                "archived": bool(row[2]),
+                "role": row[3],
+                "content": row[4],
+                "name": row[5],
+                "tool_call_id": row[6],
+                "tool_calls": json.loads(row[7]),
+                "is_error": bool(row[8]),
+                "metadata": json.loads(row[9]),
+                "created_at": iso_from_ms(row[10]),
+            }
+        if len(rows) < _PAGE:
+            return
+        after = (rows[-1][0], rows[-1][1])
+
+
+def _summaries(db: MemoryDB) -> Iterator[dict[str, Any]]:
+    after = ""
+    while True:
+        with db.engine.read() as conn:
+            rows: list[Any] = conn.execute(EXPORT_SESSIONS_PAGE, (after, _PAGE)).fetchall()
+        for session_id, summary, archived_seq in rows:
+            yield {
+                "type": "summary",
+                "session_id": session_id,
+                "summary": summary,
+                "archived_seq": archived_seq,
+            }
+        if len(rows) < _PAGE:
+            return
+        after = rows[-1][0]
+
+
+def _facts(db: MemoryDB) -> Iterator[dict[str, Any]]:
+    after = 0
+    while True:
+        with db.engine.read() as conn:
+            rows: list[Any] = conn.execute(EXPORT_FACTS_PAGE, (after, _PAGE)).fetchall()
+        for row in rows:
+            yield {
+                "type": "fact",
+                "id": row[1],
+                "content": row[2],
+                "source": row[3],
+                "tags": json.loads(row[4]),
+                "category": row[5],
+                "metadata": json.loads(row[6]),
+                "created_at": iso_from_ms(row[7]),
+                "updated_at": iso_from_ms(row[8]),
+            }
+        if len(rows) < _PAGE:
+            return
+        after = rows[-1][0]
