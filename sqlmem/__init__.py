@@ -63,7 +63,9 @@ __version__ = "0.1.0"
 # times that (pydantic models, the SQLite backend, the context helpers, numpy for the
 # in-memory twins). A program that never touches the twins never loads numpy; the CLI is
 # never loaded by `import sqlmem` at all. Each name is imported once, then cached in this
-# module, so later accesses (`sqlmem.Message(...)` on a hot path) are plain lookups.
+# module, so later accesses are plain lookups (CPython 3.11 does not specialise attribute
+# reads on a module with __getattr__: a `sqlmem.Message` read costs ~30 ns instead of ~10,
+# under 1% of building the Message; `from sqlmem import Message` costs nothing per call).
 _LAZY: dict[str, str] = {
     "StoreConfig": ".config",
     **dict.fromkeys(
