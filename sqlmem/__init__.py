@@ -58,10 +58,10 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
 
 __version__ = "0.1.0"
 
-# Everything but the errors loads on first use (PEP 562): `import sqlmem` then costs about
-# what importing apsw and pydantic costs, where loading every module at once cost several
-# times that (pydantic models, the SQLite backend, the context helpers, numpy for the
-# in-memory twins). A program that never touches the twins never loads numpy; the CLI is
+# Everything but the errors loads on first use (PEP 562): `import sqlmem` then costs less than
+# importing apsw and pydantic (of the two it loads apsw only), where loading every module at
+# once cost 5 times that (pydantic models, the SQLite backend, the context helpers, numpy for
+# the in-memory twins). A program that never touches the twins never loads numpy; the CLI is
 # never loaded by `import sqlmem` at all. Each name is imported once, then cached in this
 # module, so later accesses are plain lookups (CPython 3.11 does not specialise attribute
 # reads on a module with __getattr__: a `sqlmem.Message` read costs ~30 ns instead of ~10,
