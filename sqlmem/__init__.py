@@ -12,17 +12,9 @@ summaries and full-text search) and long-term facts searched with FTS5 and ranke
 
 from __future__ import annotations
 
-from .config import StoreConfig
-from .context import (
-    CompactionResult,
-    Compactor,
-    ExtractionError,
-    Extractor,
-    LLMExtractor,
-    NopExtractor,
-    estimate_tokens,
-    inject_memory,
-)
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import (
     CorruptDatabaseError,
     FactNotFoundError,
@@ -36,22 +28,90 @@ from .errors import (
     StorageBusyError,
     StoreClosedError,
 )
-from .factory import (
-    AgentMemoryConfig,
-    MemoryFactory,
-    OwnedFactStore,
-    OwnedHistoryStore,
-    open_fact_store,
-    open_history_store,
-)
-from .memory.facts import InMemoryFactStore
-from .memory.history import InMemoryHistoryStore
-from .protocols import FactStore, HistoryStore, SearchMode
-from .records import Fact, Message, ToolCall
-from .sqlite.db import CheckReport, MemoryDB
-from .sqlite.db import open as open  # public as sqlmem.open, kept out of __all__
+
+if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checkers and IDEs
+    from .config import StoreConfig
+    from .context import (
+        CompactionResult,
+        Compactor,
+        ExtractionError,
+        Extractor,
+        LLMExtractor,
+        NopExtractor,
+        estimate_tokens,
+        inject_memory,
+    )
+    from .factory import (
+        AgentMemoryConfig,
+        MemoryFactory,
+        OwnedFactStore,
+        OwnedHistoryStore,
+        open_fact_store,
+        open_history_store,
+    )
+    from .memory.facts import InMemoryFactStore
+    from .memory.history import InMemoryHistoryStore
+    from .protocols import FactStore, HistoryStore, SearchMode
+    from .records import Fact, Message, ToolCall
+    from .sqlite.db import CheckReport, MemoryDB
+    from .sqlite.db import open as open  # public as sqlmem.open, kept out of __all__
 
 __version__ = "0.1.0"
+
+# Everything but the errors loads on first use (PEP 562): `import sqlmem` then costs less than
+# importing apsw and pydantic (of the two it loads apsw only), where loading every module at
+# once cost 5 times that (pydantic models, the SQLite backend, the context helpers, numpy for
+# the in-memory twins). A program that never touches the twins never loads numpy; the CLI is
+# never loaded by `import sqlmem` at all. Each name is imported once, then cached in this
+# module, so later accesses are plain lookups (CPython 3.11 does not specialise attribute
+# reads on a module with __getattr__: a `sqlmem.Message` read costs ~30 ns instead of ~10,
+# under 1% of building the Message; `from sqlmem import Message` costs nothing per call).
+_LAZY: dict[str, str] = {
+    "StoreConfig": ".config",
+    **dict.fromkeys(
+        (
+            "CompactionResult",
+            "Compactor",
+            "ExtractionError",
+            "Extractor",
+            "LLMExtractor",
+            "NopExtractor",
+            "estimate_tokens",
+            "inject_memory",
+        ),
+        ".context",
+    ),
+    **dict.fromkeys(
+        (
+            "AgentMemoryConfig",
+            "MemoryFactory",
+            "OwnedFactStore",
+            "OwnedHistoryStore",
+            "open_fact_store",
+            "open_history_store",
+        ),
+        ".factory",
+    ),
+    "InMemoryFactStore": ".memory.facts",
+    "InMemoryHistoryStore": ".memory.history",
+    **dict.fromkeys(("FactStore", "HistoryStore", "SearchMode"), ".protocols"),
+    **dict.fromkeys(("Fact", "Message", "ToolCall"), ".records"),
+    **dict.fromkeys(("CheckReport", "MemoryDB", "open"), ".sqlite.db"),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 # `open` is public as `sqlmem.open` but left out of __all__, so that
 # `from sqlmem import *` does not shadow the builtin open().

@@ -8,7 +8,7 @@ into `sqlmem: error: ...` and exit status 2.
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import NoReturn, TypeAlias
 
 __all__ = ["UsageError", "build_parser"]
 
@@ -28,6 +28,10 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, self.prog)
+
+
+# A string: argparse's subparsers action is generic for type checkers only.
+_Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
 
 
 def _positive(text: str) -> int:
@@ -55,7 +59,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def _command(
-    commands: argparse._SubParsersAction[_Parser], name: str, help_text: str, *examples: str
+    commands: _Commands, name: str, help_text: str, *examples: str
 ) -> argparse.ArgumentParser:
     parser = commands.add_parser(
         name,
@@ -69,6 +73,7 @@ def _command(
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole grammar: the top-level options, then one small function per command."""
     parser = _Parser(
         prog="sqlmem",
         description=DESCRIPTION,
@@ -82,7 +87,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", default=False, help=argparse.SUPPRESS)
     parser.add_argument("--version", action="store_true", help="print the sqlmem version")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    # The order here is the order `sqlmem --help` lists the commands in.
+    for add in (_demo, _info, _check, _migrate, _search, _history, _export, _import):
+        add(commands)
+    return parser
 
+
+def _existing(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", metavar="PATH", help="an existing memory.db")
+
+
+def _progress(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="report progress on stderr (default: only on a terminal)",
+    )
+
+
+def _demo(commands: _Commands) -> None:
     demo = _command(
         commands,
         "demo",
@@ -98,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the demo's data (default: ./sqlmem-demo); running again reuses it",
     )
 
+
+def _info(commands: _Commands) -> None:
     info = _command(
         commands,
         "info",
@@ -105,16 +130,20 @@ def build_parser() -> argparse.ArgumentParser:
         "sqlmem info memory.db",
         "sqlmem info memory.db --json",
     )
-    info.add_argument("path", metavar="PATH", help="an existing memory.db")
+    _existing(info)
 
+
+def _check(commands: _Commands) -> None:
     check = _command(
         commands,
         "check",
         "verify a database (SQLite integrity check and FTS index check); exit 1 if damaged",
         "sqlmem check memory.db",
     )
-    check.add_argument("path", metavar="PATH", help="an existing memory.db")
+    _existing(check)
 
+
+def _migrate(commands: _Commands) -> None:
     migrate = _command(
         commands,
         "migrate",
@@ -123,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     migrate.add_argument("path", metavar="PATH", help="a memory.db (created if missing)")
 
+
+def _search(commands: _Commands) -> None:
     search = _command(
         commands,
         "search",
@@ -132,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sqlmem search memory.db 'weather Lisbon' --history --session demo:lisbon",
         "sqlmem search memory.db 'NEAR(dog name, 3)' --mode raw",
     )
-    search.add_argument("path", metavar="PATH", help="an existing memory.db")
+    _existing(search)
     search.add_argument("query", metavar="QUERY", help="any text (FTS5 syntax with --mode raw)")
     search.add_argument(
         "-k",
@@ -157,6 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--session", metavar="S", default=None, help="with --history: only this session"
     )
 
+
+def _history(commands: _Commands) -> None:
     history = _command(
         commands,
         "history",
@@ -164,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sqlmem history memory.db demo:lisbon",
         "sqlmem history memory.db demo:lisbon --all",
     )
-    history.add_argument("path", metavar="PATH", help="an existing memory.db")
+    _existing(history)
     history.add_argument("session", metavar="SESSION", help="the session id")
     how_many = history.add_mutually_exclusive_group()
     how_many.add_argument(
@@ -178,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="every message, archived ones included"
     )
 
+
+def _export(commands: _Commands) -> None:
     export = _command(
         commands,
         "export",
@@ -185,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sqlmem export memory.db -o backup.jsonl",
         "sqlmem export memory.db | head -3",
     )
-    export.add_argument("path", metavar="PATH", help="an existing memory.db")
+    _existing(export)
     export.add_argument(
         "-o",
         "--output",
@@ -193,12 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
         default="-",
         help="write to FILE (default: standard output)",
     )
-    export.add_argument(
-        "--progress",
-        action="store_true",
-        help="report progress on stderr (default: only on a terminal)",
-    )
+    _progress(export)
 
+
+def _import(commands: _Commands) -> None:
     load = _command(
         commands,
         "import",
@@ -207,9 +240,4 @@ def build_parser() -> argparse.ArgumentParser:
     )
     load.add_argument("path", metavar="PATH", help="a memory.db (created if missing)")
     load.add_argument("file", metavar="FILE", help="a file written by 'sqlmem export'")
-    load.add_argument(
-        "--progress",
-        action="store_true",
-        help="report progress on stderr (default: only on a terminal)",
-    )
-    return parser
+    _progress(load)
