@@ -31,6 +31,7 @@ from ..rules.checks import (
     encode_tool_calls,
     search_off_error,
 )
+from ..rules.window import archive_boundary, drop_leading_tool_results, last_non_tool
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 
 __all__ = ["InMemoryHistoryStore"]
@@ -44,6 +45,10 @@ _MIN_IDF = 1e-6
 class _Stored:
     message: Message  # seq and session_id filled; never handed out (copies are)
     tokens: tuple[str, ...] | None = None  # tokenized lazily, on the first search
+
+    @property
+    def role(self) -> str:  # what the pair-safety rules (rules.window) look at
+        return self.message.role
 
 
 @dataclass
@@ -145,9 +150,7 @@ class InMemoryHistoryStore:
             if session is None:
                 return []
             start = max(session.archived, len(session.messages) - n)
-            window = session.messages[start:]
-            while window and window[0].message.role == "tool":
-                window = window[1:]
+            window = drop_leading_tool_results(session.messages[start:])
             return [_copy(s.message) for s in window]
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
@@ -241,14 +244,11 @@ def _copy(message: Message, score: float | None = None) -> Message:
 
 
 def _archive(session: _Session, boundary: int) -> int:
-    """Same pair-safe rule as the SQLite store's `_archive`."""
-    archived, last = session.archived, len(session.messages)
-    if archived < boundary < last:
-        for seq in range(boundary + 1, archived, -1):
-            if session.messages[seq - 1].message.role != "tool":
-                boundary = seq - 1
-                break
-    new = max(archived, boundary)
+    """Move the archive boundary towards `boundary`, pair-safe (`rules.window`)."""
+    archived, stored = session.archived, session.messages
+    new = archive_boundary(
+        archived, len(stored), boundary, lambda seq: last_non_tool(stored, archived, seq)
+    )
     session.archived = new
     return new - archived
 
