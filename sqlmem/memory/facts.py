@@ -35,7 +35,8 @@ import numpy as np
 from ..config import StoreConfig
 from ..errors import FactNotFoundError, InvalidArgumentError
 from ..protocols import SearchMode
-from ..records import Fact, build_fact, now_ms
+from ..records import Fact
+from ..rules.encoding import now_ms
 from ..rules.filters import (
     FactRow,
     Filters,
@@ -47,6 +48,7 @@ from ..rules.filters import (
     merge_batch,
     prepare_fact,
 )
+from ..rules.rows import build_fact
 from ..search.query import (
     MAX_QUERY_TERMS,
     QueryCompiler,

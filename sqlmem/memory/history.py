@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
-from ..records import Message, ToolCall, dt_from_ms, dt_to_ms, now_ms
+from ..records import Message, ToolCall
 from ..rules.checks import (
     check_count,
     check_message,
@@ -31,6 +31,7 @@ from ..rules.checks import (
     encode_tool_calls,
     search_off_error,
 )
+from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
 from ..rules.window import archive_boundary, drop_leading_tool_results, last_non_tool
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 

@@ -38,12 +38,7 @@ import apsw
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
-from ..records import (
-    Message,
-    dt_to_ms,
-    messages_from_rows,
-    now_ms,
-)
+from ..records import Message
 from ..rules.checks import (
     check_count,
     check_message,
@@ -53,6 +48,8 @@ from ..rules.checks import (
     encode_tool_calls,
     search_off_error,
 )
+from ..rules.encoding import dt_to_ms, now_ms
+from ..rules.rows import messages_from_rows
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
 from . import history_sql as sql

@@ -26,7 +26,7 @@ from ..errors import (
     map_apsw_error,
     translate_errors,
 )
-from ..records import now_ms
+from ..rules.encoding import now_ms
 
 __all__ = [
     "Migration",

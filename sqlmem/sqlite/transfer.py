@@ -59,8 +59,9 @@ from pydantic import ValidationError
 
 from ..config import validation_message
 from ..errors import InvalidArgumentError
-from ..records import Fact, Message, dt_from_ms, dt_to_ms, now_ms
+from ..records import Fact, Message
 from ..rules.checks import check_session_id, check_text, encode_metadata, encode_tool_calls
+from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
 from ..rules.filters import prepare_fact
 from ..rules.identity import fact_id
 from ..search.query import segment
