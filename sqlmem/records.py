@@ -16,11 +16,23 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
+from .errors import InvalidArgumentError
 from .rules.encoding import MAX_METADATA_DEPTH, dt_from_ms, dt_to_ms, encode_metadata_json
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "MAX_METADATA_DEPTH",
@@ -36,6 +48,81 @@ Role = Literal["system", "user", "assistant", "tool"]
 #: Segments of letters, digits, '-' and '_' joined by '/': one regex call per category.
 _CATEGORY_PATH = re.compile(r"[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _Record(BaseModel):
+    """Strict fields, and a refusal as an `InvalidArgumentError` naming the field.
+
+    pydantic raises its ValidationError from wherever a model is built, so the four ways
+    in (the constructor and the three `model_validate*`) translate it here, keeping it as
+    `__cause__` (the export reader words it for its file's records from there).
+    """
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    def __init__(self, /, **data: Any) -> None:
+        try:  # BaseModel.__init__'s one statement, without a second call and **data
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
+        except ValidationError as exc:
+            raise _refusal(type(self).__name__, exc) from exc
+
+    # Marked as pydantic's own: it then validates nested records and `model_validate`
+    # input itself, instead of calling this wrapper from inside (which would nest
+    # refusals in one another); every way in still ends in `_refusal` once.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Self:
+        try:
+            return super().model_validate(obj, **options)
+        except ValidationError as exc:
+            raise _refusal(cls.__name__, exc) from exc
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **options: Any) -> Self:
+        try:
+            return super().model_validate_json(json_data, **options)
+        except ValidationError as exc:
+            raise _refusal(cls.__name__, exc) from exc
+
+    @classmethod
+    def model_validate_strings(cls, obj: Any, **options: Any) -> Self:
+        try:
+            return super().model_validate_strings(obj, **options)
+        except ValidationError as exc:
+            raise _refusal(cls.__name__, exc) from exc
+
+
+def _refusal(model: str, exc: ValidationError) -> InvalidArgumentError:
+    """One line per problem, each naming its field (`Message.tool_calls.0.id: ...`)."""
+    return InvalidArgumentError("; ".join(_problem(model, err) for err in exc.errors()))
+
+
+def _problem(model: str, err: ErrorDetails) -> str:
+    error = err.get("ctx", {}).get("error")
+    if isinstance(error, ValueError):  # ours, raised by a validator: it names the field
+        text = str(error)
+    elif err["type"].endswith("_type"):  # a wrong type: say which
+        text = f"{err['msg']} (got {type(err['input']).__name__})"
+    else:
+        text = err["msg"]
+    if not err["loc"]:  # a whole-record check (lone surrogates, metadata depth)
+        return text
+    return f"{model}.{'.'.join(str(part) for part in err['loc'])}: {text}"
+
+
+def _datetime_or_iso_text(value: Any) -> Any:
+    """A timestamp is a datetime or ISO 8601 text (an export file's form); never a number,
+    digits in a str, bytes or a date, which pydantic would take as unix seconds or ms by
+    their size, or as midnight."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return value  # pydantic parses it, or refuses it naming the field
+    raise ValueError(f"must be a datetime or ISO 8601 text, not {type(value).__name__} {value!r}")
 
 
 def _truncate_ms(value: datetime | None) -> datetime | None:
@@ -54,8 +141,8 @@ def _no_surrogates(value: str, field: str) -> str:
 
 
 def _json_without_surrogates(value: Any, field: str) -> None:
-    """A record's JSON field: serialisable, not too deep, UTF-8 (ValueError otherwise:
-    InvalidArgumentError is one, which pydantic reports as a ValidationError)."""
+    """A record's JSON field: serialisable, not too deep, UTF-8 (a ValueError otherwise,
+    naming `field`)."""
     try:
         encode_metadata_json(value, field).encode("utf-8")
     except UnicodeEncodeError:
@@ -74,10 +161,8 @@ def check_category(value: str) -> str:
     return value
 
 
-class ToolCall(BaseModel):
+class ToolCall(_Record):
     """One function call requested by the assistant; `arguments` is JSON text, kept verbatim."""
-
-    model_config = ConfigDict(frozen=False, extra="forbid")
 
     id: str
     name: str
@@ -90,10 +175,8 @@ class ToolCall(BaseModel):
         return self
 
 
-class Message(BaseModel):
+class Message(_Record):
     """One conversation message. `seq`, `session_id` and `score` are filled on output."""
-
-    model_config = ConfigDict(extra="forbid")
 
     role: Role
     content: str = ""
@@ -102,10 +185,12 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     is_error: bool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
+    created_at: datetime | None = Field(default=None, strict=False)
     seq: int | None = None
     session_id: str | None = None
     score: float | None = None
+
+    _timestamp = field_validator("created_at", mode="before")(_datetime_or_iso_text)
 
     @field_validator("created_at")
     @classmethod
@@ -120,10 +205,8 @@ class Message(BaseModel):
         return self
 
 
-class Fact(BaseModel):
+class Fact(_Record):
     """One long-term fact. An empty `id` is replaced by a generated one."""
-
-    model_config = ConfigDict(extra="forbid")
 
     id: str = ""
     content: str
@@ -131,21 +214,23 @@ class Fact(BaseModel):
     tags: list[str] = Field(default_factory=list)
     category: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
+    created_at: datetime | None = Field(default=None, strict=False)
+    updated_at: datetime | None = Field(default=None, strict=False)
     score: float | None = None
 
     @field_validator("content")
     @classmethod
     def _non_empty(cls, value: str) -> str:
         if not value.strip():
-            raise ValueError("Fact.content must not be empty")
+            raise ValueError("must not be empty")
         return value
 
     @field_validator("category")
     @classmethod
     def _category(cls, value: str) -> str:
         return check_category(value)
+
+    _timestamps = field_validator("created_at", "updated_at", mode="before")(_datetime_or_iso_text)
 
     @field_validator("created_at", "updated_at")
     @classmethod

@@ -420,11 +420,10 @@ def _validate_batch(batch: list[tuple[int, Any]], unit: str) -> list[_Row]:
     for number, record in batch:
         try:
             rows.append(_validate(record))
-        except ValidationError as exc:
-            raise ExportFormatError(
-                f"{unit} {number}: {validation_message(exc, 'record')}"
-            ) from None
         except (ValueError, TypeError) as exc:
+            cause = exc.__cause__  # a record refusing a field keeps pydantic's error there
+            if isinstance(cause, ValidationError):
+                exc = ValueError(validation_message(cause, "record"))
             raise ExportFormatError(f"{unit} {number}: {exc}") from None
     return rows
 
