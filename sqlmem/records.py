@@ -122,7 +122,8 @@ def _datetime_or_iso_text(value: Any) -> Any:
             float(value)
         except ValueError:
             return value  # pydantic parses it, or refuses it naming the field
-    raise ValueError(f"must be a datetime or ISO 8601 text, not {type(value).__name__} {value!r}")
+    kind = type(value).__name__
+    raise ValueError(f"must be a datetime or ISO 8601 text, not {kind} {value!r:.40}")
 
 
 def _truncate_ms(value: datetime | None) -> datetime | None:
