@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from ..errors import InvalidArgumentError, SqlmemError
 from ..protocols import HistoryStore
 from ..records import Message
+from ..rules.window import archive_boundary, last_non_tool
 from .tokens import Estimator, estimate_tokens
 
 __all__ = ["CompactionResult", "Compactor", "Summarizer", "message_tokens", "pair_safe_boundary"]
@@ -77,18 +78,13 @@ def pair_safe_boundary(messages: list[Message], keep_last: int) -> int:
     """How many of the active `messages` (oldest first) `HistoryStore.compact` archives
     when asked to keep the last `keep_last`.
 
-    The rule the stores apply, computed here so the summarizer is given exactly what will
-    be archived: if the first kept message is a tool result, the boundary moves back to
-    the nearest earlier non-tool message (the assistant turn that made the call), so a
-    call and its results stay together. When only tool results lie before the boundary,
-    their call is already archived and the boundary stays where it was.
+    The stores' own rule (`rules.window.archive_boundary`, the active messages counted
+    from 1), applied here so the summarizer is given exactly what will be archived.
     """
-    boundary = max(len(messages) - max(keep_last, 0), 0)
-    if 0 < boundary < len(messages) and messages[boundary].role == "tool":
-        for index in range(boundary - 1, -1, -1):
-            if messages[index].role != "tool":
-                return index
-    return boundary
+    last = len(messages)
+    return archive_boundary(
+        0, last, last - max(keep_last, 0), lambda seq: last_non_tool(messages, 0, seq)
+    )
 
 
 def _check_int(name: str, value: object, minimum: int) -> int:

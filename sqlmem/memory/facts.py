@@ -26,7 +26,8 @@ from typing import Any
 from ..config import StoreConfig
 from ..errors import FactNotFoundError, InvalidArgumentError
 from ..protocols import SearchMode
-from ..records import Fact, build_fact, now_ms
+from ..records import Fact
+from ..rules.encoding import now_ms
 from ..rules.filters import (
     FactRow,
     Filters,
@@ -38,6 +39,7 @@ from ..rules.filters import (
     merge_batch,
     prepare_fact,
 )
+from ..rules.rows import build_fact
 from ..search.bm25 import occurrences, scores
 from ..search.query import (
     MAX_QUERY_TERMS,

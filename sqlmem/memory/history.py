@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
-from ..records import Message, ToolCall, dt_from_ms, dt_to_ms, now_ms
+from ..records import Message, ToolCall
 from ..rules.checks import (
     check_count,
     check_message,
@@ -31,6 +31,8 @@ from ..rules.checks import (
     encode_tool_calls,
     search_off_error,
 )
+from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
+from ..rules.window import archive_boundary, drop_leading_tool_results, last_non_tool
 from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 
@@ -41,6 +43,10 @@ __all__ = ["InMemoryHistoryStore"]
 class _Stored:
     message: Message  # seq and session_id filled; never handed out (copies are)
     tokens: tuple[str, ...] | None = None  # tokenized lazily, on the first search
+
+    @property
+    def role(self) -> str:  # what the pair-safety rules (rules.window) look at
+        return self.message.role
 
 
 @dataclass
@@ -142,9 +148,7 @@ class InMemoryHistoryStore:
             if session is None:
                 return []
             start = max(session.archived, len(session.messages) - n)
-            window = session.messages[start:]
-            while window and window[0].message.role == "tool":
-                window = window[1:]
+            window = drop_leading_tool_results(session.messages[start:])
             return [_copy(s.message) for s in window]
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
@@ -245,13 +249,10 @@ def _copy(message: Message, score: float | None = None) -> Message:
 
 
 def _archive(session: _Session, boundary: int) -> int:
-    """Same pair-safe rule as the SQLite store's `_archive`."""
-    archived, last = session.archived, len(session.messages)
-    if archived < boundary < last:
-        for seq in range(boundary + 1, archived, -1):
-            if session.messages[seq - 1].message.role != "tool":
-                boundary = seq - 1
-                break
-    new = max(archived, boundary)
+    """Move the archive boundary towards `boundary`, pair-safe (`rules.window`)."""
+    archived, stored = session.archived, session.messages
+    new = archive_boundary(
+        archived, len(stored), boundary, lambda seq: last_non_tool(stored, archived, seq)
+    )
     session.archived = new
     return new - archived

@@ -14,7 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from ..records import Message, ToolCall, dumps_json, encode_metadata_json
+from ..records import Message, ToolCall
+from .encoding import dumps_json, encode_metadata_json
 from .filters import check_limit
 
 __all__ = [

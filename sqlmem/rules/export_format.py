@@ -39,8 +39,9 @@ from pydantic import ValidationError
 
 from ..config import validation_message
 from ..errors import InvalidArgumentError
-from ..records import Fact, Message, dt_from_ms, dt_to_ms
+from ..records import Fact, Message
 from .checks import check_session_id, check_text
+from .encoding import dt_from_ms, dt_to_ms
 from .filters import prepare_fact
 from .identity import fact_id
 
@@ -216,11 +217,10 @@ def validate_batch(batch: list[tuple[int, Any]], unit: str) -> list[Row]:
     for number, record in batch:
         try:
             rows.append(_validate(record))
-        except ValidationError as exc:
-            raise ExportFormatError(
-                f"{unit} {number}: {validation_message(exc, 'record')}"
-            ) from None
         except (ValueError, TypeError) as exc:
+            cause = exc.__cause__  # a record refusing a field keeps pydantic's error there
+            if isinstance(cause, ValidationError):
+                exc = ValueError(validation_message(cause, "record"))
             raise ExportFormatError(f"{unit} {number}: {exc}") from None
     return rows
 

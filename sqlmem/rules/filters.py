@@ -28,8 +28,9 @@ from json.encoder import encode_basestring as _json_string
 from typing import Any, NamedTuple
 
 from ..errors import InvalidArgumentError
-from ..records import Fact, check_category, dt_to_ms, dumps_json, encode_metadata_json
+from ..records import Fact, check_category
 from ..search.query import segment
+from .encoding import dt_to_ms, dumps_json, encode_metadata_json
 
 __all__ = [
     "MAX_FACT_ID_LEN",

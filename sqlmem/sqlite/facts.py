@@ -58,7 +58,8 @@ import apsw
 
 from ..errors import FactNotFoundError, InvalidArgumentError, InvalidQueryError
 from ..protocols import SearchMode
-from ..records import Fact, build_fact, dumps_json, facts_from_rows, now_ms
+from ..records import Fact
+from ..rules.encoding import dumps_json, now_ms
 from ..rules.filters import (
     NO_FILTERS,
     FactRow,
@@ -71,6 +72,7 @@ from ..rules.filters import (
     merge_batch,
     prepare_fact,
 )
+from ..rules.rows import build_fact, facts_from_rows
 from ..search.query import (
     MAX_QUERY_TERMS,
     Mode,

@@ -38,12 +38,7 @@ import apsw
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
-from ..records import (
-    Message,
-    dt_to_ms,
-    messages_from_rows,
-    now_ms,
-)
+from ..records import Message
 from ..rules.checks import (
     check_count,
     check_message,
@@ -53,6 +48,9 @@ from ..rules.checks import (
     encode_tool_calls,
     search_off_error,
 )
+from ..rules.encoding import dt_to_ms, now_ms
+from ..rules.rows import messages_from_rows
+from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
 from . import history_sql as sql
 from .engine import Engine
@@ -170,14 +168,6 @@ def _hits(rows: Sequence[Sequence[Any]]) -> list[Message]:
     for row in rows:
         hits.extend(messages_from_rows([row[:9]], row[9], [-row[10]]))
     return hits
-
-
-def _drop_leading_tool_results(messages: list[Message]) -> list[Message]:
-    """Pair-safety of a window: tool results whose call lies before the window go."""
-    start = 0
-    while start < len(messages) and messages[start].role == "tool":
-        start += 1
-    return messages[start:] if start else messages
 
 
 class SQLiteHistoryStore:
@@ -344,7 +334,7 @@ class SQLiteHistoryStore:
         with self._engine.read() as conn:
             rows = conn.execute(sql.SELECT_RECENT, (session_id, min(n, _MAX_LIMIT))).fetchall()
         rows.reverse()
-        return _drop_leading_tool_results(messages_from_rows(rows, session_id))
+        return drop_leading_tool_results(messages_from_rows(rows, session_id))
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
         """Active messages oldest first; with `include_archived`, every stored message."""
@@ -454,19 +444,15 @@ def _archive(
     boundary: int,
     summary: str | None,
 ) -> int:
-    """Move the session's boundary to `boundary` (pair-safe) and store `summary` if given.
-
-    If the first message that stays would be a tool result, the boundary moves back to
-    just before the nearest earlier non-tool message (the assistant turn with the call),
-    so the call and its results stay together. When every message in between is a tool
-    result, their call is already archived and there is nothing left to keep together.
-    Returns how many messages were archived.
+    """Move the session's boundary towards `boundary`, pair-safe (`rules.window`), and
+    store `summary` if given. Returns how many messages were archived.
     """
-    if archived < boundary < last:  # some message stays: is it a tool result?
-        kept = conn.execute(sql.FIRST_NON_TOOL_AT_OR_BEFORE, (pk, archived, boundary + 1)).get
-        if kept is not None:
-            boundary = int(kept) - 1
-    new = max(archived, boundary)
+
+    def call_at_or_before(seq: int) -> int | None:
+        kept = conn.execute(sql.FIRST_NON_TOOL_AT_OR_BEFORE, (pk, archived, seq)).get
+        return None if kept is None else int(kept)
+
+    new = archive_boundary(archived, last, boundary, call_at_or_before)
     if new != archived or summary is not None:
         conn.execute(sql.ARCHIVE, (pk, new, summary, now_ms()))
     return new - archived

@@ -33,8 +33,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..records import Fact, dt_to_ms, now_ms
+from ..records import Fact
 from ..rules.checks import encode_metadata, encode_tool_calls
+from ..rules.encoding import dt_to_ms, now_ms
 from ..rules.export_format import (
     ExportStream,
     ImportCounts,

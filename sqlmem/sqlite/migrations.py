@@ -26,7 +26,7 @@ from ..errors import (
     map_apsw_error,
     translate_errors,
 )
-from ..records import now_ms
+from ..rules.encoding import now_ms
 from .fts_names import FACTS_FTS
 
 __all__ = [

@@ -8,10 +8,10 @@ back equal) or raises `InvalidArgumentError` (or a documented subclass / sibling
 `InvalidQueryError`, `InvalidAgentIdError`, `FactNotFoundError`) whose message names the
 argument. Never TypeError, AttributeError, an apsw error or a pydantic ValidationError.
 
-Building a `Message` or `Fact` with bad fields raises pydantic's ValidationError (a
-ValueError): that is the records' own contract and outside the store API. But records are
-mutable, so the stores must re-check what they are handed; the wrong-type table below
-mutates valid records to get bad values past construction.
+Building a `Message` or `Fact` with bad fields raises InvalidArgumentError too (the
+records' own contract, SPEC 4). But records are mutable, so the stores must re-check what
+they are handed; the wrong-type table below mutates valid records to get bad values past
+construction.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import apsw
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 import sqlmem
 from sqlmem import (
@@ -119,7 +118,7 @@ def test_history_hostile_strings(
     h = shared.history
     try:
         message = Message(role="user", content=content, name=name, metadata=meta)
-    except ValidationError:
+    except InvalidArgumentError:
         message = Message(role="user", content="fallback")  # records refuse it themselves
     try:
         seq = h.append(session, message)
@@ -183,7 +182,7 @@ def test_fact_hostile_strings_round_trip(
             category=category,
             metadata=meta,
         )
-    except ValidationError:
+    except InvalidArgumentError:
         return  # the record refuses it itself (lone surrogate, bad category)
     f = shared.facts
     try:

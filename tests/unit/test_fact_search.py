@@ -12,7 +12,8 @@ import pytest
 
 from sqlmem.config import StoreConfig
 from sqlmem.errors import InvalidQueryError
-from sqlmem.records import Fact, dt_from_ms, dt_to_ms
+from sqlmem.records import Fact
+from sqlmem.rules.encoding import dt_from_ms, dt_to_ms
 from sqlmem.rules.filters import make_filters
 from sqlmem.search.query import compiler_for
 from sqlmem.sqlite import facts_sql

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 import sqlmem
 from sqlmem import Fact, Message, ToolCall, records
+from sqlmem.rules import encoding
+from sqlmem.rules import rows as row_builders
 from sqlmem.search.query import compiler_for, segment
 from sqlmem.sqlite import history_sql
 
@@ -47,12 +49,12 @@ def test_get_recent_plan_survives_analyze_of_a_one_session_file(open_db: OpenDB)
 
 
 def test_unvalidated_builders_equal_model_construct() -> None:
-    assert records._FAST  # the fast path is in use with this pydantic
-    assert records._construct_ok()
-    fact = records.build_fact("i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 7)
+    assert row_builders._FAST  # the fast path is in use with this pydantic
+    assert row_builders._construct_ok()
+    fact = row_builders.build_fact("i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 7)
     assert fact == Fact.model_construct(**fact.__dict__)
-    assert fact.created_at == records.dt_from_ms(5) and fact.updated_at == records.dt_from_ms(7)
-    message = records.message_from_values(
+    assert fact.created_at == encoding.dt_from_ms(5) and fact.updated_at == encoding.dt_from_ms(7)
+    message = row_builders.message_from_values(
         {
             "role": "tool",
             "content": "c",
@@ -79,19 +81,19 @@ def test_messages_from_rows_equal_model_construct(
     fast: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The inlined row builder and its model_construct fallback give the same records."""
-    monkeypatch.setattr(records, "_FAST", fast)
+    monkeypatch.setattr(row_builders, "_FAST", fast)
     plain = (4, "user", "hi", "", "", "[]", 0, "{}", 1_795_000_000_123)
-    got = records.messages_from_rows([_ROW, plain], "s", [1.5, 0.5])
+    got = row_builders.messages_from_rows([_ROW, plain], "s", [1.5, 0.5])
     want = [
         Message.model_construct(
             role="tool", content="c", name="n", tool_call_id="x",
             tool_calls=[ToolCall.model_construct(id="x", name="f", arguments="{}")],
-            is_error=True, metadata={"k": [1]}, created_at=records.EPOCH + timedelta(0, 0, 0, 5),
+            is_error=True, metadata={"k": [1]}, created_at=encoding.EPOCH + timedelta(0, 0, 0, 5),
             seq=3, session_id="s", score=1.5,
         ),
         Message.model_construct(
             role="user", content="hi", name="", tool_call_id="", tool_calls=[], is_error=False,
-            metadata={}, created_at=records.EPOCH + timedelta(0, 0, 0, 1_795_000_000_123),
+            metadata={}, created_at=encoding.EPOCH + timedelta(0, 0, 0, 1_795_000_000_123),
             seq=4, session_id="s", score=0.5,
         ),
     ]  # fmt: skip
@@ -99,7 +101,7 @@ def test_messages_from_rows_equal_model_construct(
     assert [repr(m) for m in got] == [repr(m) for m in want]
     assert all(m.model_fields_set == set(Message.model_fields) for m in got)
     # Each record owns its containers: changing one read never shows in another.
-    again = records.messages_from_rows([plain], "s")[0]
+    again = row_builders.messages_from_rows([plain], "s")[0]
     got[1].metadata["x"] = 1
     got[1].tool_calls.append(got[0].tool_calls[0])
     got[1].model_fields_set.discard("role")
@@ -111,7 +113,7 @@ def test_messages_from_rows_equal_model_construct(
 def test_facts_from_rows_equal_model_construct(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """The inlined fact builder (searches, listings, and build_fact) and its
     model_construct fallback give the same records."""
-    monkeypatch.setattr(records, "_FAST", fast)
+    monkeypatch.setattr(row_builders, "_FAST", fast)
     rows = [
         ("i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 1_795_000_000_123),
         ("j", "plain", "", "", "[]", "{}", 7, 7),
@@ -119,26 +121,26 @@ def test_facts_from_rows_equal_model_construct(fast: bool, monkeypatch: pytest.M
     want = [
         Fact.model_construct(
             id="i", content="c", source="s", tags=["t", "u"], category="a/b",
-            metadata={"k": [1, {"x": None}]}, created_at=records.EPOCH + timedelta(0, 0, 0, 5),
-            updated_at=records.EPOCH + timedelta(0, 0, 0, 1_795_000_000_123), score=2.5,
+            metadata={"k": [1, {"x": None}]}, created_at=encoding.EPOCH + timedelta(0, 0, 0, 5),
+            updated_at=encoding.EPOCH + timedelta(0, 0, 0, 1_795_000_000_123), score=2.5,
         ),
         Fact.model_construct(
             id="j", content="plain", source="", tags=[], category="", metadata={},
-            created_at=records.EPOCH + timedelta(0, 0, 0, 7),
-            updated_at=records.EPOCH + timedelta(0, 0, 0, 7), score=2.5,
+            created_at=encoding.EPOCH + timedelta(0, 0, 0, 7),
+            updated_at=encoding.EPOCH + timedelta(0, 0, 0, 7), score=2.5,
         ),
     ]  # fmt: skip
-    ranked = records.facts_from_rows([(*r, -2.5) for r in rows], ranked=True)
+    ranked = row_builders.facts_from_rows([(*r, -2.5) for r in rows], ranked=True)
     assert ranked == want
     assert [repr(f) for f in ranked] == [repr(f) for f in want]
     assert all(f.model_fields_set == set(Fact.model_fields) for f in ranked)
-    listed = records.facts_from_rows(rows, ranked=False)
+    listed = row_builders.facts_from_rows(rows, ranked=False)
     assert listed == [f.model_copy(update={"score": None}) for f in want]
-    assert [records.build_fact(*r, 2.5) for r in rows] == want
+    assert [row_builders.build_fact(*r, 2.5) for r in rows] == want
     # Each record owns its containers.
     ranked[0].tags.append("v")
     ranked[0].metadata["y"] = 2
-    again = records.facts_from_rows(rows[:1], ranked=False)[0]
+    again = row_builders.facts_from_rows(rows[:1], ranked=False)[0]
     assert again.tags == ["t", "u"] and again.metadata == {"k": [1, {"x": None}]}
 
 
@@ -151,34 +153,34 @@ def test_facts_from_rows_equal_model_construct(fast: bool, monkeypatch: pytest.M
 )  # fmt: skip
 def test_dt_from_ms_is_exact_on_both_paths(ms: int) -> None:
     """fromtimestamp() is used below 2**42 ms, epoch + timedelta elsewhere; both exact."""
-    records._DATETIMES.clear()
-    want = records.EPOCH + timedelta(0, 0, 0, ms)
-    first, cached = records.dt_from_ms(ms), records.dt_from_ms(ms)
+    encoding._DATETIMES.clear()
+    want = encoding.EPOCH + timedelta(0, 0, 0, ms)
+    first, cached = encoding.dt_from_ms(ms), encoding.dt_from_ms(ms)
     assert first == want and first.tzinfo is timezone.utc
     assert cached is first
-    assert records.dt_to_ms(first) == ms
+    assert encoding.dt_to_ms(first) == ms
 
 
 @given(st.integers(min_value=-62_135_596_800_000, max_value=253_402_300_799_999))
 def test_dt_from_ms_round_trips_any_datetime(ms: int) -> None:
-    assert records.dt_from_ms(ms) == records.EPOCH + timedelta(0, 0, 0, ms)
-    assert records.dt_to_ms(records.dt_from_ms(ms)) == ms
+    assert encoding.dt_from_ms(ms) == encoding.EPOCH + timedelta(0, 0, 0, ms)
+    assert encoding.dt_to_ms(encoding.dt_from_ms(ms)) == ms
 
 
 def test_the_datetime_cache_stays_bounded() -> None:
-    records._DATETIMES.clear()
-    for ms in range(records._DATETIMES_MAX + 10):
-        records.dt_from_ms(ms)
-    assert len(records._DATETIMES) <= records._DATETIMES_MAX
-    assert records.dt_from_ms(5) == records.EPOCH + timedelta(0, 0, 0, 5)
+    encoding._DATETIMES.clear()
+    for ms in range(encoding._DATETIMES_MAX + 10):
+        encoding.dt_from_ms(ms)
+    assert len(encoding._DATETIMES) <= encoding._DATETIMES_MAX
+    assert encoding.dt_from_ms(5) == encoding.EPOCH + timedelta(0, 0, 0, 5)
 
 
 def test_tag_lists_from_the_cache_are_independent() -> None:
-    a = records.build_fact("a", "c", "", "", '["x","y"]', "{}", 1, 1)
+    a = row_builders.build_fact("a", "c", "", "", '["x","y"]', "{}", 1, 1)
     a.tags.append("z")
-    b = records.build_fact("b", "c", "", "", '["x","y"]', "{}", 1, 1)
+    b = row_builders.build_fact("b", "c", "", "", '["x","y"]', "{}", 1, 1)
     assert b.tags == ["x", "y"]
-    assert records.build_fact("c", "c", "", "", "[]", "{}", 1, 1).tags == []
+    assert row_builders.build_fact("c", "c", "", "", "[]", "{}", 1, 1).tags == []
 
 
 def test_messages_read_back_equal_what_was_written(db: sqlmem.MemoryDB) -> None:
@@ -263,9 +265,9 @@ def test_segment_fast_path() -> None:
 
 
 def test_dumps_json_is_compact_and_strict() -> None:
-    assert records.dumps_json({"a": [1, "é"]}) == '{"a":[1,"é"]}'
+    assert encoding.dumps_json({"a": [1, "é"]}) == '{"a":[1,"é"]}'
     with pytest.raises(ValueError):
-        records.dumps_json(float("nan"))
+        encoding.dumps_json(float("nan"))
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import sqlmem
 from sqlmem import Fact
 from sqlmem.memory.facts import InMemoryFactStore
-from sqlmem.records import dt_from_ms
+from sqlmem.rules.encoding import dt_from_ms
 from sqlmem.rules.filters import make_filters
 from sqlmem.sqlite import facts_sql
 
