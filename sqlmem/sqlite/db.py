@@ -186,7 +186,7 @@ class MemoryDB:
         only until `checkpoint()` (no need to vacuum again) succeeds. Our own readers
         hold a snapshot for one statement only. Runs in time and space proportional to
         the whole file. A purge that a crash interrupted is finished first
-        (`history.finish_purges`).
+        (`purge.finish_purges`).
         """
         maintenance.vacuum(self._engine)
 

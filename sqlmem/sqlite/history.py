@@ -10,7 +10,7 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
   rewritten. `unindexed` marks sessions holding messages stored with history search off;
   the next open with search on indexes them (`index_unsearchable_messages`). A row
   whose `session_id` is a BLOB is a session being purged in chunks ("detached"): no read
-  can name it, and `finish_purges` deletes it with its messages.
+  can name it, and `purge.finish_purges` deletes it with its messages.
 * `messages(session, seq, role, content, ..., searchable, search_text)`: tool calls and
   metadata as compact JSON text, timestamps as unix milliseconds. `search_text` holds the
   segmented text when the content has scripts written without spaces (see
@@ -29,8 +29,6 @@ connection, so each result is a consistent snapshot.
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -55,13 +53,12 @@ from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
 from . import history_sql as sql
 from .engine import Engine
 from .fts_any import AnyShortcut, capped_terms
+from .purge import purge_session
 from .writer import Writer
 
 __all__ = [
     "MAX_SEQ",
-    "PURGE_CHUNK_ROWS",
     "SQLiteHistoryStore",
-    "finish_purges",
     "index_unsearchable_messages",
     "is_plain",
 ]
@@ -71,15 +68,6 @@ __all__ = [
 #: 2**62 appends always fit after an import. A session whose counter would pass it refuses
 #: the append with nothing written (issue 23 item 7).
 MAX_SEQ = 2**63 - 1
-
-#: Messages deleted per write transaction by a purge: a session of at most this many goes
-#: in one transaction, a larger one in chunks of this size (history_sql's purge notes).
-#: 500 rows of 30-90 words held the writer ~35 ms (median), ~0.3 s at most with the
-#: checkpoints commits run, in a file of 500,000 messages (issue 23 item 8).
-PURGE_CHUNK_ROWS = 500
-#: The pause after each chunk, as a share of the time the chunk held the writer.
-PURGE_PAUSE_SHARE = 1.0
-_jitter = random.Random()
 
 #: LIMIT values are bound as 64-bit ints; anything larger means "all".
 _MAX_LIMIT = 2**62
@@ -115,48 +103,6 @@ def index_unsearchable_messages(writer: Writer, config: StoreConfig) -> None:
     with writer.transaction() as conn:
         conn.execute(sql.INDEX_UNSEARCHABLE)
         conn.execute(sql.CLEAR_UNINDEXED)
-
-
-# -- chunked purges --------------------------------------------------------------------------
-
-
-def finish_purges(engine: Engine) -> None:
-    """Delete the rows of detached sessions (`purge`), one bounded chunk per transaction.
-
-    Run by `purge` and `MemoryDB.vacuum`, so a purge interrupted by a crash is finished by
-    the next one; never at open, which a read-only command must be able to do without
-    writing. Between chunks the writer is left free for about as long as the chunk held
-    it (jittered): a writer of another process polls the lock (SQLite's busy handler
-    sleeps between tries) and must find it free within its busy timeout, so chunks must
-    not follow each other back to back. The price is the purge's own time: 500,000
-    messages took ~89 s against ~24 s in one transaction (FTS5 flushes and merges per
-    commit, and the pauses), while a writer to another session never waited more than
-    ~0.35 s (it failed 11 times in 194 with a 2 s busy timeout before).
-    """
-    while True:
-        started = time.monotonic()
-        with engine.write() as conn:
-            if not _delete_chunk(conn):
-                return
-        _pause(time.monotonic() - started)
-
-
-def _pause(held: float) -> None:
-    """Leave the writer free after a chunk that held it for `held` seconds."""
-    time.sleep(held * PURGE_PAUSE_SHARE * (0.5 + _jitter.random()))
-
-
-def _delete_chunk(conn: apsw.Connection) -> bool:
-    """One chunk of the first detached session (its row once it is empty); False when no
-    session is detached."""
-    found: Sequence[Sequence[Any]] = conn.execute(sql.DETACHED_SESSION).fetchall()
-    if not found:
-        return False
-    pk = found[0][0]
-    conn.execute(sql.DELETE_CHUNK, (pk, PURGE_CHUNK_ROWS))
-    if conn.changes() < PURGE_CHUNK_ROWS:
-        conn.execute(sql.DROP_DETACHED, (pk,))
-    return True
 
 
 # -- reading rows back --------------------------------------------------------------------------
@@ -299,7 +245,7 @@ class SQLiteHistoryStore:
         """Remove the session: messages (archived too), summary and their index entries.
 
         The session is gone for every read (and a new one of the same id can start) as
-        soon as the first transaction commits. A session of more than `PURGE_CHUNK_ROWS`
+        soon as the first transaction commits. A session of more than `purge.PURGE_CHUNK_ROWS`
         messages is detached there and its rows deleted in chunks, each its own short
         write transaction, so other writers wait for one chunk at most, not for the whole
         session (see history_sql's purge notes). The call returns when everything is
@@ -308,19 +254,7 @@ class SQLiteHistoryStore:
         every read and the next purge or `vacuum()` deletes the rest.
         """
         check_session_id(session_id)
-        with self._engine.write() as conn:
-            state: Sequence[Sequence[Any]] = conn.execute(
-                sql.SELECT_SESSION, (session_id,)
-            ).fetchall()
-            if state:
-                pk, last = state[0][0], state[0][1]
-                if last <= PURGE_CHUNK_ROWS:
-                    conn.execute(sql.PURGE, (pk,))
-                else:
-                    conn.execute(sql.DETACH_SESSION, (pk, now_ms()))
-            pending = bool(conn.execute(sql.DETACHED_SESSION).fetchall())
-        if pending:
-            finish_purges(self._engine)
+        purge_session(self._engine, session_id)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -210,7 +210,7 @@ WHERE pk = ?1
 
 # -- purge (issue 23 item 8: one transaction for 500,000 messages held the writer ~20 s) --
 #
-# A session of at most `history.PURGE_CHUNK_ROWS` messages (last_seq bounds the count) goes
+# A session of at most `purge.PURGE_CHUNK_ROWS` messages (last_seq bounds the count) goes
 # in one transaction: its messages by ON DELETE CASCADE, the FTS delete trigger firing
 # for each. A larger one is first *detached*, in one small transaction: its row gets a
 # BLOB id (its pk's digits as bytes) and loses its counter, boundary and summary. No user
@@ -219,7 +219,7 @@ WHERE pk = ?1
 # counted, no summary), and a new session of the same id starts at once with a row of
 # its own. Its messages then go `PURGE_CHUNK_ROWS` at a time, each chunk its own short
 # write transaction, and the row last. A crash in between leaves detached rows only,
-# which no read returns and the next purge or vacuum removes (`history.finish_purges`).
+# which no read returns and the next purge or vacuum removes (`purge.finish_purges`).
 PURGE = "DELETE FROM sessions WHERE pk = ?"
 
 DETACH_SESSION = """

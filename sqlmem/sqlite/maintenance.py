@@ -18,7 +18,7 @@ from .backup import copy_into
 from .connection import connect
 from .engine import Engine
 from .fts_names import FTS_TABLES
-from .history import finish_purges
+from .purge import finish_purges
 
 __all__ = ["CheckReport", "check", "checkpoint", "vacuum"]
 
