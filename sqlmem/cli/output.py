@@ -15,10 +15,10 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..records import Fact, Message
-from ..rules.export_format import iso_ms
+if TYPE_CHECKING:  # `sqlmem --help` and `--version` must not load pydantic
+    from ..records import Fact, Message
 
 __all__ = [
     "Output",
@@ -38,6 +38,8 @@ TextRenderer = Callable[[dict[str, Any]], Iterable[str]]
 
 def _default(value: Any) -> Any:
     if isinstance(value, datetime):
+        from ..rules.export_format import iso_ms  # loads the records: only when needed
+
         return iso_ms(value)
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 

@@ -71,3 +71,15 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
         assert "no_such_name" in str(exc)
     else:
         raise AssertionError("sqlmem.no_such_name resolved")
+
+
+def test_cli_help_and_version_load_no_pydantic(tmp_path: Path) -> None:
+    """`sqlmem --version` / `--help` start in tens of ms (they loaded the records before)."""
+    for argv in (["--version"], ["--help"]):
+        code = (
+            "import sys\nfrom sqlmem.cli import main\n"
+            f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        )
+        loaded = _loaded_after(code, tmp_path)
+        assert "pydantic" not in loaded, argv
+        assert "numpy" not in loaded, argv
