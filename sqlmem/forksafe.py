@@ -20,11 +20,12 @@ without ever calling into SQLite for them (they stay referenced for ever, so not
 interpreter shutdown closes them), and a warning is logged.
 
 The same holds for SQLite used outside any engine call: tokenizing a query on a private
-in-memory connection (sqlmem.query) runs inside `sqlite_outside_engines()`, which a fork
+in-memory connection (sqlmem.search.query) runs inside `sqlite_outside_engines()`, which a fork
 waits for too. SQLite used by other code of the program (apsw or the stdlib's sqlite3 in
 another thread) is beyond our reach.
 
-`subprocess` does not run these hooks (it forks and execs in C), and costs nothing here.
+`subprocess` runs these hooks only when given a `preexec_fn` (otherwise it forks and execs
+in C), so it usually costs nothing here.
 """
 
 from __future__ import annotations

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..rules.export_format import read_export, write_jsonl
-from ..sqlite.connection import DIR_MODE, FILE_MODE
+from ..sqlite.backup import same_file
+from ..sqlite.connection import FILE_MODE, ensure_folder
 from ..sqlite.db import open as open_db
 from ..sqlite.db import resolve_path
 from ..sqlite.export import export_records
@@ -92,34 +93,12 @@ def _output_path(output: str, database: Path) -> Path:
     for spelling in {database, Path(os.path.realpath(database))}:
         for suffix in _DATABASE_FILES:
             guarded = Path(f"{spelling}{suffix}")
-            if real == os.path.realpath(guarded) or _same_file(target, guarded):
+            if real == os.path.realpath(guarded) or same_file(target, guarded):
                 raise CommandError(
                     f"{output}: refusing to overwrite the database or its {suffix or 'file'}"
                     f" ({guarded})"
                 )
     return target
-
-
-def _same_file(a: Path, b: Path) -> bool:
-    """True when both exist and are one file (a hard link is another name for it)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (or cannot be looked at)
-        return False
-
-
-def _make_folders(folder: Path) -> None:
-    """Create the missing folders of `folder`, each 0700 whatever the umask."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for each in reversed(missing):
-        try:
-            each.mkdir(mode=DIR_MODE)
-        except FileExistsError:  # made meanwhile by someone else: theirs, keep its mode
-            continue
-        os.chmod(each, DIR_MODE)  # mkdir's mode is filtered by the umask
 
 
 @contextlib.contextmanager
@@ -129,7 +108,7 @@ def _replace_atomically(target: Path) -> Iterator[IO[bytes]]:
     Whatever ends the block early, the temporary file goes: it holds a partial copy of
     the memory under a hidden name nobody would think of deleting.
     """
-    _make_folders(target.parent)
+    ensure_folder(target.parent)  # 0700 each, whatever the umask
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 is filtered by the umask too

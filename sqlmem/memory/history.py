@@ -5,7 +5,7 @@ the stateful agreement test hold both to that. Sessions live in a dict of `_Sess
 objects: a list of messages whose index is `seq - 1`, an archive boundary and a summary.
 
 Search reproduces FTS5: documents and query words are tokenized by the same SQLite
-tokenizer (through `sqlmem.query`), a query word matches where its tokens occur as a
+tokenizer (through `sqlmem.search.query`), a query word matches where its tokens occur as a
 consecutive run, and hits are ranked with FTS5's own BM25 (`sqlmem.search.bm25`, shared
 with the fact twin), so results agree with the SQLite store as a set and, up to float
 rounding, in score.

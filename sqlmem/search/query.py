@@ -238,7 +238,7 @@ def check_raw_query(text: str) -> None:
             if count > MAX_QUERY_TERMS:
                 raise InvalidQueryError(
                     f"a raw FTS5 query may hold at most {MAX_QUERY_TERMS} words "
-                    "(sqlmem.query.MAX_QUERY_TERMS; AND, OR, NOT and NEAR not counted); "
+                    "(sqlmem.search.query.MAX_QUERY_TERMS; AND, OR, NOT and NEAR not counted); "
                     "use mode 'any' or 'all' for longer text, which keep the rarest words"
                 )
 

@@ -16,7 +16,7 @@ from ..errors import InvalidArgumentError, map_os_error, translate_errors
 from .connection import FILE_MODE, ensure_folder, remove_folders
 from .engine import Engine
 
-__all__ = ["backup", "copy_into"]
+__all__ = ["backup", "copy_into", "same_file"]
 
 
 def backup(engine: Engine, dest: Path) -> Path:
@@ -46,7 +46,7 @@ def backup(engine: Engine, dest: Path) -> Path:
 def copy_into(engine: Engine, target_path: str, context: str) -> apsw.Connection:
     """SQLite's backup of the database into `target_path` ('' opens a private temporary
     file, deleted on close); returns the target connection, open."""
-    with engine.read() as source, translate_errors(context):
+    with engine.long_read() as source, translate_errors(context):
         target = apsw.Connection(target_path)
         try:
             # Not `with job:`: when the file system fails, apsw's Backup.__exit__ can
@@ -77,7 +77,7 @@ def _refuse_existing_dest(dest: Path, database: Path) -> None:
             continue
         except OSError as exc:
             raise map_os_error(exc, dest, "backup: cannot use dest_path") from exc
-        if candidate == dest and _same_file(dest, database):
+        if candidate == dest and same_file(dest, database):
             raise InvalidArgumentError(
                 f"backup: dest_path {str(dest)!r} is the database itself (a link or another "
                 "spelling of its path)"
@@ -88,7 +88,8 @@ def _refuse_existing_dest(dest: Path, database: Path) -> None:
         )
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def same_file(a: Path, b: Path) -> bool:
+    """True when both exist and are one file (a hard link is another name for it)."""
     try:
         return os.path.samefile(a, b)
     except OSError:

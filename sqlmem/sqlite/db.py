@@ -184,7 +184,8 @@ class MemoryDB:
         checkpoint, keeps the last step waiting, up to the busy timeout; past it, raises
         `StorageBusyError`. The rebuild is committed by then: the old bytes may remain
         only until `checkpoint()` (no need to vacuum again) succeeds. Our own readers
-        hold a snapshot for one statement only. Runs in time and space proportional to
+        hold a snapshot for one statement (a `backup()` or `check()` in another thread
+        for its whole copy). Runs in time and space proportional to
         the whole file. A purge that a crash interrupted is finished first
         (`purge.finish_purges`).
         """

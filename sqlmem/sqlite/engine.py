@@ -62,7 +62,7 @@ from .readonly import make_read_only, require_latest_schema, wal_has_frames
 from .writer import ReaderPool, Writer
 
 #: Created in every reader connection's temp schema before it turns query_only: the
-#: vocabularies mode "any" reads its dfs from (sqlmem.fts_any). Nothing goes in the file.
+#: vocabularies mode "any" reads its dfs from (sqlmem.sqlite.fts_any). Nothing goes in the file.
 _READER_TEMP_TABLES = (vocabulary_table(FACTS_FTS), vocabulary_table(MESSAGES_FTS))
 
 __all__ = ["Engine", "OpenHook"]
@@ -72,9 +72,6 @@ _log = logging.getLogger("sqlmem")
 #: Bits of Engine._pause: which new calls wait before entering.
 _PAUSE_ALL = 1  # a fork is under way (sqlmem.forksafe)
 _PAUSE_READS = 2  # the writer waits for this process's readers to let go of the WAL
-#: The engine's lock is held for microseconds by a call entering or leaving: not getting it
-#: within this many seconds means this thread holds it (see Engine.readers_paused).
-_PAUSE_LOCK_WAIT = 0.05
 
 #: Work run with the writer after every (re)open, before anyone else can use it, e.g.
 #: indexing messages stored while history search was off. A hook reads first and opens a
@@ -113,8 +110,11 @@ class Engine:
         # around it only serves close(), which waits for calls in flight.
         self._lock = threading.Lock()
         self._state = threading.Condition(self._lock)
-        #: Reads in flight (part of `_active`), for `readers_paused`.
-        self._reading = 0
+        #: Reads in flight (part of `_active`), and those of them that hold their snapshot
+        #: for long (`long_read`), for `readers_paused`.
+        self._reading = self._long_reads = 0
+        #: The thread reopening the connections inside `_enter` (it holds `_lock`).
+        self._opening_thread: int | None = None
         self._pause = 0
         self._closed = False
         self._writer: Writer | None = None
@@ -233,19 +233,30 @@ class Engine:
     def pause_for_fork(self, timeout: float) -> None:
         """Before `os.fork()` (sqlmem.forksafe): stop new calls, wait up to `timeout` for
         the calls in flight, then close the connections; they reopen on next use."""
-        with self._lock:
+        started = time.monotonic()
+        # Bounded here too: a reopen holds the lock through connecting and migrating.
+        if not self._lock.acquire(timeout=timeout):
+            self._fork_unprepared()
+            return
+        try:
             if self._closed:
                 return
             self._pause |= _PAUSE_ALL
-            if not self._state.wait_for(lambda: not self._active, timeout):
-                _log.warning(
-                    "%s: forking while another thread is still inside a call; the child "
-                    "will not use this process's connections to it",
-                    self.path,
-                )
+            left = max(0.0, timeout - (time.monotonic() - started))
+            if not self._state.wait_for(lambda: not self._active, left):
+                self._fork_unprepared()
                 return
             if self._writer is not None:
                 self._shutdown(optimize=False)
+        finally:
+            self._lock.release()
+
+    def _fork_unprepared(self) -> None:
+        _log.warning(
+            "%s: forking while a call is still in flight (in another thread, or in the one "
+            "forking); the child will not use this process's connections to the file",
+            self.path,
+        )
 
     def resume_after_fork(self) -> None:
         """In the parent, after `os.fork()`: calls go on."""
@@ -275,12 +286,15 @@ class Engine:
         gigabytes. Called on the writer's thread, which holds the write lock.
 
         That thread may hold this engine's lock too: a reopen runs the open hooks, whose
-        commit calls the checkpointer, from inside `_enter`. The lock is then not taken
-        (it would wait for ever) and nothing is paused: it yields False.
+        commit calls the checkpointer, from inside `_enter`. Nothing is paused then (the
+        lock would be waited for in vain), nor while a long read is in flight (a backup,
+        the integrity check: `long_read`), which no pause would see end in time: it
+        yields False.
         """
-        if not self._lock.acquire(timeout=_PAUSE_LOCK_WAIT):
+        if self._long_reads or self._opening_thread == threading.get_ident():
             yield False
             return
+        self._lock.acquire()
         try:
             self._pause |= _PAUSE_READS
             drained = self._state.wait_for(lambda: not self._reading, timeout)
@@ -307,7 +321,11 @@ class Engine:
             if self._closed:
                 raise StoreClosedError(f"{self.path}: store is closed")
             if self._writer is None:
-                self._open()
+                self._opening_thread = threading.get_ident()  # see readers_paused
+                try:
+                    self._open()
+                finally:
+                    self._opening_thread = None
                 reopened = True
             self._active += 1
             if reading:
@@ -343,10 +361,27 @@ class Engine:
         return Reading(self)
 
     @contextmanager
-    def writer_connection(self) -> Iterator[apsw.Connection]:
-        """The write connection outside a transaction, for maintenance (VACUUM, checkpoint)."""
+    def long_read(self) -> Iterator[apsw.Connection]:
+        """`read()` for work that holds its snapshot for long (a backup, the integrity
+        check): the writer's last-resort checkpoint does not pause readers for it, since
+        no pause would see it end in time (`readers_paused`)."""
+        with self._lock:
+            self._long_reads += 1
+        try:
+            with self.read() as conn:
+                yield conn
+        finally:
+            with self._lock:
+                self._long_reads -= 1
+
+    def refuse_maintenance_if_read_only(self) -> None:
         if self.read_only:  # query_only does not stop a checkpoint
             raise SqlmemError(f"{self.path}: opened read-only; maintenance cannot run")
+
+    @contextmanager
+    def writer_connection(self) -> Iterator[apsw.Connection]:
+        """The write connection outside a transaction, for maintenance (VACUUM, checkpoint)."""
+        self.refuse_maintenance_if_read_only()
         writer, _ = self._enter()
         try:
             with writer.exclusive() as conn:

@@ -34,10 +34,10 @@ queries without a common word and filtered searches. On larger stores a query mi
 rare and common words ranks the facts holding a rare word (and, when some are expected,
 the facts holding every word, with their exact OR score), and a query of common words
 only runs as AND; when that finds fewer than `top_k` facts the exact OR query runs.
-Trade-off and numbers in `sqlmem.fts_any`: ~3.5x faster than exact OR at the median on
+Trade-off and numbers in `sqlmem.sqlite.fts_any`: ~3.5x faster than exact OR at the median on
 100,000 facts, top-10 agreement with it 0.95.
 
-Long queries are bounded (`sqlmem.query.MAX_QUERY_TERMS`): in modes "any" and "all" at
+Long queries are bounded (`sqlmem.search.query.MAX_QUERY_TERMS`): in modes "any" and "all" at
 most 64 distinct words reach FTS5, the rarest (row counts read from the vocabulary in the
 search's own snapshot; see `query.rarest_terms` for what the result then means); a raw
 query of more words is refused with `InvalidQueryError`, FTS5 syntax not being safely

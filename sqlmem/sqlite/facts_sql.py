@@ -91,7 +91,7 @@ def _where(key: FilterKey) -> list[str]:
     return [sql for present, sql in zip(key, _PREDICATES, strict=True) if present]
 
 
-# -- mode "any" on large stores (sqlmem.fts_any) --------------------------------------
+# -- mode "any" on large stores (sqlmem.sqlite.fts_any) --------------------------------------
 
 #: The shortcut's SQL over facts_fts; the ranked subquery yields (pk, score).
 ANY = any_queries(

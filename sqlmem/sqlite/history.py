@@ -14,13 +14,13 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
 * `messages(session, seq, role, content, ..., searchable, search_text)`: tool calls and
   metadata as compact JSON text, timestamps as unix milliseconds. `search_text` holds the
   segmented text when the content has scripts written without spaces (see
-  `sqlmem.query.segment`), NULL otherwise.
+  `sqlmem.search.query.segment`), NULL otherwise.
 * `messages_fts`: FTS5 over the searchable messages, kept in sync by triggers.
 
 Search has mode "any" semantics (a message matches when it holds any query word). Like
 fact search, it is the exact OR query on histories under 20,000 messages, for queries
 without a common word and within one session; otherwise the rare/common-word split of
-`sqlmem.fts_any` ranks the messages holding a rare word (common words only count for
+`sqlmem.sqlite.fts_any` ranks the messages holding a rare word (common words only count for
 messages that hold every word).
 
 Every write is one `engine.write()` transaction; every read one statement on a reader
@@ -303,7 +303,7 @@ class SQLiteHistoryStore:
 
         `score` is the negated FTS5 bm25 (higher is better). On large histories the
         result may leave out messages made only of common words, and rank a message
-        that holds some of the common words by its rare words (`sqlmem.fts_any`).
+        that holds some of the common words by its rare words (`sqlmem.sqlite.fts_any`).
         A query of more than `MAX_QUERY_TERMS` distinct words searches its rarest ones
         (`query.rarest_terms`), like fact search.
         Any text is a valid query; one without words returns `[]`. Raises

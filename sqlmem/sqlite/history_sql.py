@@ -245,7 +245,7 @@ DELETE FROM sessions WHERE pk = ?1 AND NOT EXISTS (SELECT 1 FROM messages WHERE 
 
 SESSIONS = "SELECT session_id FROM sessions WHERE last_seq > 0 OR summary != '' ORDER BY session_id"
 
-#: Search mode "any" on large histories (sqlmem.fts_any): the ranked subquery yields
+#: Search mode "any" on large histories (sqlmem.sqlite.fts_any): the ranked subquery yields
 #: (pk, score); rows come back in SEARCH_ALL's shape.
 ANY = any_queries(
     MESSAGES_FTS,

@@ -98,7 +98,7 @@ def _integrity_check(engine: Engine) -> list[str]:
     reading blob' (tests/reliability/test_bad_files.py pins it). A new connection has
     nothing cached; it is a WAL reader, so writers do not wait for the check.
     """
-    with engine.read():  # StoreClosedError once closed; keeps the engine open
+    with engine.long_read():  # StoreClosedError once closed; keeps the engine open
         conn = connect(engine.path, engine.config)
         try:
             with translate_errors(str(engine.path)):
@@ -117,6 +117,7 @@ def checkpoint(engine: Engine) -> tuple[int, int]:
 def vacuum(engine: Engine) -> None:
     """`MemoryDB.vacuum`: finish interrupted purges, merge every FTS5 index, re-sample
     statistics, rebuild the file, then empty the WAL (why each: `MemoryDB.vacuum`)."""
+    engine.refuse_maintenance_if_read_only()  # before finish_purges writes
     finish_purges(engine)
     with engine.writer_connection() as conn:
         for table in FTS_TABLES:

@@ -131,3 +131,41 @@ def test_a_reopen_that_commits_a_large_transaction_never_hangs(tmp_path: Path) -
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["1"]
+
+
+def test_a_backup_in_flight_does_not_stall_every_read(open_db: OpenDB) -> None:
+    """Review finding: `backup()` and `check()` hold one snapshot for their whole copy. The
+    writer's last resort paused every new read while it waited for that read to end,
+    which it never did in time: reads stalled for half the busy timeout, again and again.
+    Now a long read in flight means no pause (the WAL waits for the backup instead)."""
+    db = open_db(busy_timeout_ms=10_000)  # a pause would wait up to 5 s
+    db.history.append("r", Message(role="user", content="hello"))
+    holding, done = threading.Event(), threading.Event()
+    slowest = [0.0]
+
+    def hold_a_long_read() -> None:  # what backup() and check() do, for longer
+        with db._engine.long_read() as conn:
+            conn.execute("BEGIN")  # one snapshot for the whole "copy"
+            conn.execute("SELECT count(*) FROM messages").fetchall()
+            holding.set()
+            done.wait(30)
+
+    def read() -> None:
+        while not done.is_set():
+            started = time.monotonic()
+            db.history.get_recent("r", 5)
+            slowest[0] = max(slowest[0], time.monotonic() - started)
+            time.sleep(0.005)
+
+    threads = [threading.Thread(target=hold_a_long_read), threading.Thread(target=read)]
+    threads[0].start()
+    holding.wait(10)
+    threads[1].start()
+    try:
+        for _ in range(6_000):  # past RESTART_PAGES frames of WAL
+            db.history.append("w", Message(role="user", content="z" * 4000))
+    finally:
+        done.set()
+        for thread in threads:
+            thread.join()
+    assert slowest[0] < 2.5, f"a read waited {slowest[0]:.1f} s"
