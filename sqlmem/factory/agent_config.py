@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..agent_ids import validate_agent_id
 from ..config import StoreConfig, validation_message
 from ..errors import InvalidArgumentError
+from ..rules.paths import absolute_path
 
 __all__ = ["AGENTS_FOLDER", "DB_FILE_NAME", "AgentMemoryConfig", "absolute_folder", "check_agents"]
 
@@ -72,7 +73,7 @@ def absolute_folder(value: Any, name: str) -> Path | None:
     text = os.fspath(value)
     if not isinstance(text, str) or not text or "\x00" in text:
         raise InvalidArgumentError(f"{name} must be a non-empty path or None")
-    return Path(text).expanduser().absolute()
+    return absolute_path(text, name)
 
 
 def check_agents(

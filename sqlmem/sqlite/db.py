@@ -8,7 +8,8 @@ from types import TracebackType
 from typing import Any
 
 from ..config import StoreConfig
-from ..errors import InvalidArgumentError, map_os_error
+from ..errors import InvalidArgumentError
+from ..rules.paths import absolute_path
 from . import backup, maintenance
 from .engine import Engine
 from .facts import SQLiteFactStore
@@ -44,21 +45,7 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
         )
     if "\x00" in text:
         raise InvalidArgumentError("path must not contain NUL characters")
-    try:
-        # SQLite takes file names as UTF-8: a name with a lone surrogate (os.fsdecode of
-        # bytes that are not UTF-8) could be created by Python but never opened by SQLite,
-        # so it is refused before anything is created.
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidArgumentError(
-            f"path {text!r} is not valid UTF-8 (undecodable bytes?): SQLite cannot open it"
-        ) from exc
-    try:
-        return Path(text).expanduser().absolute()
-    except RuntimeError as exc:  # "~user" of an unknown user, no home directory
-        raise InvalidArgumentError(f"path {text!r}: {exc}") from exc
-    except OSError as exc:  # the current directory was removed
-        raise map_os_error(exc, text, "cannot make the path absolute") from exc
+    return absolute_path(text, "path")
 
 
 class MemoryDB:

@@ -121,3 +121,17 @@ def test_cli_reports_a_path_error_as_an_error_not_a_bug(
     assert status == 1
     assert "bug" not in err
     assert "UTF-8" in err
+
+
+def test_factory_folders_follow_the_same_path_rule(tmp_path: Path) -> None:
+    """Review finding: the factory's own copy of the path rule let `~nosuchuser` raise a
+    RuntimeError, and a non-UTF-8 folder pass until SQLite failed on it."""
+    with pytest.raises(sqlmem.InvalidArgumentError, match="data_dir"):
+        sqlmem.MemoryFactory("~sqlmem-no-such-user-xyz/memory")
+    with pytest.raises(sqlmem.InvalidArgumentError, match="UTF-8"):
+        sqlmem.MemoryFactory(str(tmp_path / "bad\udcff"))
+    own = sqlmem.AgentMemoryConfig(data_dir="~sqlmem-no-such-user-xyz/a")
+    with sqlmem.MemoryFactory(tmp_path / "f", agents={"a": own}) as factory:
+        with pytest.raises(sqlmem.InvalidArgumentError, match="data_dir"):
+            factory.resolve("a")
+    assert list(tmp_path.iterdir()) == []
