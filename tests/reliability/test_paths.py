@@ -131,7 +131,7 @@ def test_factory_folders_follow_the_same_path_rule(tmp_path: Path) -> None:
     with pytest.raises(sqlmem.InvalidArgumentError, match="UTF-8"):
         sqlmem.MemoryFactory(str(tmp_path / "bad\udcff"))
     own = sqlmem.AgentMemoryConfig(data_dir="~sqlmem-no-such-user-xyz/a")
-    with sqlmem.MemoryFactory(tmp_path / "f", agents={"a": own}) as factory:
-        with pytest.raises(sqlmem.InvalidArgumentError, match="data_dir"):
-            factory.resolve("a")
+    factory = sqlmem.MemoryFactory(tmp_path / "f", agents={"a": own})
+    with factory, pytest.raises(sqlmem.InvalidArgumentError, match="data_dir"):
+        factory.resolve("a")
     assert list(tmp_path.iterdir()) == []
