@@ -24,12 +24,12 @@ from ..errors import InvalidArgumentError
 from ..records import Message, ToolCall
 from ..rules.checks import (
     check_count,
+    check_history_search,
     check_message,
     check_session_id,
     check_text,
     encode_metadata,
     encode_tool_calls,
-    search_off_error,
 )
 from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
 from ..rules.window import archive_boundary, drop_leading_tool_results, last_non_tool
@@ -183,13 +183,7 @@ class InMemoryHistoryStore:
 
         Raises `InvalidArgumentError` when history search is off.
         """
-        if not self._config.history_search:
-            raise search_off_error()
-        if not isinstance(query, str):  # lone surrogates are dropped by the compiler
-            raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
-        if session_id is not None:
-            check_session_id(session_id)
-        top_k = check_count(top_k, "top_k")
+        top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []
         found = self._compiler.terms(query)

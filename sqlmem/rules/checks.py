@@ -21,6 +21,7 @@ from .filters import check_limit
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "check_count",
+    "check_history_search",
     "check_message",
     "check_session_id",
     "check_text",
@@ -87,6 +88,18 @@ def check_message(message: Any, name: str = "message") -> Message:
     if message.created_at is not None and not isinstance(message.created_at, datetime):
         raise InvalidArgumentError(f"{name}.created_at must be a datetime or None")
     return message
+
+
+def check_history_search(enabled: bool, query: Any, session_id: Any, top_k: Any) -> int:
+    """The arguments of `HistoryStore.search`, checked alike by every backend; returns
+    `top_k` as an int (<= 0: the caller returns `[]`)."""
+    if not enabled:
+        raise search_off_error()
+    if not isinstance(query, str):  # lone surrogates are dropped by the compiler
+        raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
+    if session_id is not None:
+        check_session_id(session_id)
+    return check_count(top_k, "top_k")
 
 
 def search_off_error() -> InvalidArgumentError:

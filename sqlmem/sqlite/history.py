@@ -39,12 +39,12 @@ from ..errors import InvalidArgumentError
 from ..records import Message
 from ..rules.checks import (
     check_count,
+    check_history_search,
     check_message,
     check_session_id,
     check_text,
     encode_metadata,
     encode_tool_calls,
-    search_off_error,
 )
 from ..rules.encoding import dt_to_ms, now_ms
 from ..rules.rows import messages_from_rows
@@ -67,7 +67,7 @@ __all__ = [
 #: practice; an imported seq can be at most `rules.export_format.MAX_IMPORTED_SEQ` (2**62), so
 #: 2**62 appends always fit after an import. A session whose counter would pass it refuses
 #: the append with nothing written (issue 23 item 7).
-MAX_SEQ = 2**63 - 1
+MAX_SEQ = sql.MAX_SEQ
 
 #: LIMIT values are bound as 64-bit ints; anything larger means "all".
 _MAX_LIMIT = 2**62
@@ -309,13 +309,7 @@ class SQLiteHistoryStore:
         Any text is a valid query; one without words returns `[]`. Raises
         `InvalidArgumentError` when history search is off for this store.
         """
-        if not self._config.history_search:
-            raise search_off_error()
-        if not isinstance(query, str):  # lone surrogates are dropped by the compiler
-            raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
-        if session_id is not None:
-            check_session_id(session_id)
-        top_k = check_count(top_k, "top_k")
+        top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []
         compiler = compiler_for(self._engine.tokenizer)

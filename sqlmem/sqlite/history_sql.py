@@ -67,6 +67,10 @@ MESSAGE_COLUMNS = (
     "m.metadata, m.created_at"
 )
 
+#: The largest seq a message can get: SQLite's largest integer (see history.MAX_SEQ).
+MAX_SEQ = 2**63 - 1
+
+
 # Takes `k` seqs for a batch of k messages inside the write transaction: the upsert creates
 # the session on its first message and returns the new last_seq, so the batch's seqs are
 # last_seq-k+1 .. last_seq, unique and gap-free whichever process writes.
@@ -74,10 +78,10 @@ MESSAGE_COLUMNS = (
 # REAL seq before Python choked on it (issue 23 item 7): the CASE gives NULL instead, the
 # NOT NULL constraint aborts the statement, and the store reports an exhausted session
 # with nothing written. One comparison per append, no extra statement.
-RESERVE_SEQS = """
+RESERVE_SEQS = f"""
 INSERT INTO sessions(session_id, last_seq, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
 ON CONFLICT(session_id) DO UPDATE
-    SET last_seq = CASE WHEN last_seq <= 9223372036854775807 - excluded.last_seq
+    SET last_seq = CASE WHEN last_seq <= {MAX_SEQ} - excluded.last_seq
                     THEN last_seq + excluded.last_seq END,
         updated_at = excluded.updated_at
 RETURNING pk, last_seq, archived_seq
@@ -86,11 +90,11 @@ RETURNING pk, last_seq, archived_seq
 # The same with history_search off: the messages go in unindexed, and the session is
 # flagged so that the next open with search on finds them (INDEX_UNSEARCHABLE). The flag
 # rides on the row this upsert writes anyway, so it costs no extra page.
-RESERVE_SEQS_UNINDEXED = """
+RESERVE_SEQS_UNINDEXED = f"""
 INSERT INTO sessions(session_id, unindexed, last_seq, created_at, updated_at)
 VALUES (?1, 1, ?2, ?3, ?3)
 ON CONFLICT(session_id) DO UPDATE
-    SET last_seq = CASE WHEN last_seq <= 9223372036854775807 - excluded.last_seq
+    SET last_seq = CASE WHEN last_seq <= {MAX_SEQ} - excluded.last_seq
                     THEN last_seq + excluded.last_seq END,
         updated_at = excluded.updated_at,
         unindexed = 1
