@@ -94,13 +94,17 @@ _LAZY: dict[str, str] = {
     ),
     "InMemoryFactStore": ".memory.facts",
     "InMemoryHistoryStore": ".memory.history",
-    **dict.fromkeys(("FactStore", "HistoryStore", "SearchMode"), ".protocols"),
+    **dict.fromkeys(("Embedder", "FactStore", "HistoryStore", "SearchMode"), ".protocols"),
     **dict.fromkeys(("Fact", "Message", "ToolCall"), ".records"),
     **dict.fromkeys(("CheckReport", "MemoryDB", "open"), ".sqlite.db"),
 }
 
 
 def __getattr__(name: str) -> object:
+    if name == "memory":  # the twins' package: `sqlmem.memory.open()` after `import sqlmem`
+        value = importlib.import_module(".memory", __name__)
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -122,6 +126,7 @@ __all__ = [
     "CompactionResult",
     "Compactor",
     "CorruptDatabaseError",
+    "Embedder",
     "ExtractionError",
     "Extractor",
     "Fact",

@@ -23,14 +23,18 @@ MAX_AGENT_ID_LENGTH = 128
 _AGENT_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}\Z", re.ASCII)
 
 
-def validate_agent_id(agent_id: Any) -> str:
-    """Return `agent_id` unchanged if it is a safe folder name, else raise InvalidAgentIdError."""
+def validate_agent_id(agent_id: Any, what: str = "agent_id") -> str:
+    """Return `agent_id` unchanged if it is a safe folder name, else raise InvalidAgentIdError.
+
+    Scope ids (memory several agents share) follow the same rule; `what` names the
+    argument in the message.
+    """
     if not isinstance(agent_id, str):
-        raise InvalidAgentIdError(f"agent_id must be a str, not {type(agent_id).__name__}")
+        raise InvalidAgentIdError(f"{what} must be a str, not {type(agent_id).__name__}")
     if _AGENT_ID.match(agent_id) is None:
         shown = agent_id if len(agent_id) <= 40 else agent_id[:40] + "..."
         raise InvalidAgentIdError(
-            f"agent_id {shown!r} is not allowed: use 1-{MAX_AGENT_ID_LENGTH} ASCII letters, "
+            f"{what} {shown!r} is not allowed: use 1-{MAX_AGENT_ID_LENGTH} ASCII letters, "
             "digits, '.', '_' or '-', not starting with '.'"
         )
     return agent_id

@@ -6,11 +6,15 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .records import Fact, Message
 
-__all__ = ["FactStore", "HistoryStore", "SearchMode"]
+if TYPE_CHECKING:  # numpy loads only with the stores that use it
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = ["Embedder", "FactStore", "HistoryStore", "SearchMode"]
 
 SearchMode = Literal["any", "all", "raw"]
 
@@ -93,3 +97,20 @@ class FactStore(Protocol):
     def tags(self) -> dict[str, int]: ...
 
     def categories(self) -> builtins.list[str]: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors for semantic search (SPEC 17). sqlmem calls no model by
+    itself: the caller passes one (`sqlmem.embedders` has a real offline model and a
+    deterministic fake).
+
+    `model` names the model; it is stored with every vector, and vectors of another model
+    count as missing. `embed` returns a float32 array of shape `(len(texts), dim)`; sqlmem
+    checks it (shape, dtype, NaN, inf, zero rows) before storing anything and normalises
+    each row itself.
+    """
+
+    model: str
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...

@@ -18,10 +18,18 @@ from ..config import StoreConfig, validation_message
 from ..errors import InvalidArgumentError
 from ..rules.paths import absolute_path
 
-__all__ = ["AGENTS_FOLDER", "DB_FILE_NAME", "AgentMemoryConfig", "absolute_folder", "check_agents"]
+__all__ = [
+    "AGENTS_FOLDER",
+    "DB_FILE_NAME",
+    "SCOPES_FOLDER",
+    "AgentMemoryConfig",
+    "absolute_folder",
+    "check_agents",
+]
 
 DB_FILE_NAME = "memory.db"
 AGENTS_FOLDER = "agents"
+SCOPES_FOLDER = "scopes"
 
 
 class AgentMemoryConfig(BaseModel):

@@ -45,6 +45,7 @@ from ..sqlite.engine import Engine
 from .agent_config import (
     AGENTS_FOLDER,
     DB_FILE_NAME,
+    SCOPES_FOLDER,
     AgentMemoryConfig,
     absolute_folder,
     check_agents,
@@ -53,6 +54,10 @@ from .agent_config import (
 __all__ = ["MemoryFactory"]
 
 _log = logging.getLogger("sqlmem")
+
+#: Slots of scopes are keyed "scope:<id>": an agent id never contains ':', so the two kinds
+#: of key never meet, and scopes share the slots' laziness, bound and life cycle.
+_SCOPE_KEY = "scope:"
 
 
 def _open_db(path: Path, config: StoreConfig) -> MemoryDB:
@@ -115,7 +120,27 @@ class MemoryFactory:
 
     def resolve(self, agent_id: str) -> MemoryDB | None:
         """The agent's database, opened (and migrated) on first use; None if it has none."""
-        validate_agent_id(agent_id)
+        return self._resolve(validate_agent_id(agent_id))
+
+    def resolve_scope(self, scope_id: str) -> MemoryDB:
+        """The database of a scope: memory that several agents share (one user's profile
+        and preferences, a team's procedures), at `{data_dir}/scopes/{scope_id}/memory.db`.
+
+        Same rules as agents: the id is checked like an agent id before anything touches
+        the disk, the file is opened on first use and the same object comes back, it counts
+        towards `max_open`, and `close()` closes it. It uses the `default` config's store
+        settings (scopes are not named in `agents`). Needs the factory's `data_dir`
+        (InvalidArgumentError without one).
+        """
+        validate_agent_id(scope_id, "scope_id")
+        if self._data_dir is None:
+            raise InvalidArgumentError("resolve_scope needs the factory's data_dir")
+        db = self._resolve(_SCOPE_KEY + scope_id)
+        assert db is not None  # a scope always has a file when there is a data_dir
+        return db
+
+    def _resolve(self, agent_id: str) -> MemoryDB | None:
+        """`resolve` for an agent id or a scope key (see `_SCOPE_KEY`)."""
         while True:
             with self._lock:
                 if self._closed:
@@ -203,6 +228,12 @@ class MemoryFactory:
 
     def _settings(self, agent_id: str) -> tuple[AgentMemoryConfig, Path] | None:
         """The agent's config and file, or None when it gets no memory (factory lock held)."""
+        if agent_id.startswith(_SCOPE_KEY):
+            if self._data_dir is None:
+                return None
+            scope = AgentMemoryConfig(store=self._default.store)
+            scope_folder = self._data_dir / SCOPES_FOLDER / agent_id[len(_SCOPE_KEY) :]
+            return scope, scope_folder / DB_FILE_NAME
         if self._agents is None:
             config = self._default
         else:

@@ -15,6 +15,7 @@ Thread-safe: one lock around every operation (reads included, they are short).
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections import Counter
@@ -103,6 +104,18 @@ class InMemoryFactStore:
 
     def __repr__(self) -> str:
         return f"<InMemoryFactStore {len(self._docs)} facts>"
+
+    # -- atomic blocks (sqlmem.memory.db) ---------------------------------------------------
+
+    def _snapshot(self) -> object:
+        """The facts as they are now: a stored `_Doc` is replaced on change, never changed in
+        place, so a copy of the dict (and of each entry, against future in-place edits) is
+        enough."""
+        return {key: copy.copy(doc) for key, doc in self._docs.items()}, self._next_pk
+
+    def _restore(self, state: object) -> None:
+        assert isinstance(state, tuple)
+        self._docs, self._next_pk = state
 
     # -- writes -------------------------------------------------------------------------
 

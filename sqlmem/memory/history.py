@@ -17,7 +17,7 @@ import json
 import threading
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
@@ -73,6 +73,17 @@ class InMemoryHistoryStore:
 
     def __repr__(self) -> str:
         return f"<InMemoryHistoryStore sessions={len(self._sessions)}>"
+
+    # -- atomic blocks (sqlmem.memory.db) ---------------------------------------------------
+
+    def _snapshot(self) -> object:
+        """The sessions as they are now; stored messages are never changed in place, so
+        copying each session's list and scalars is enough."""
+        return {sid: replace(s, messages=list(s.messages)) for sid, s in self._sessions.items()}
+
+    def _restore(self, state: object) -> None:
+        assert isinstance(state, dict)
+        self._sessions = state
 
     # -- writes ---------------------------------------------------------------------------
 

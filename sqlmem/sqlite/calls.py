@@ -16,6 +16,7 @@ from ..errors import map_apsw_error
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .writer import ReaderPool
 
 __all__ = ["Reading", "Writing"]
 
@@ -55,13 +56,18 @@ class Writing:
 
 class Reading:
     __slots__ = ("_conn", "_engine", "_readers")
+    _readers: ReaderPool | None  # None: reading on the write connection (see Writer.held_by_me)
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
     def __enter__(self) -> apsw.Connection:
-        _, readers = self._engine._enter(True)
+        writer, readers = self._engine._enter(True)
         try:
+            if writer._depth and writer.held_by_me():  # inside our own write transaction
+                self._readers = None
+                conn = self._conn = writer.connection
+                return conn
             conn = self._conn = readers.acquire()
         except BaseException:
             self._engine._leave(True)
@@ -76,7 +82,8 @@ class Reading:
         tb: TracebackType | None,
     ) -> None:
         try:
-            self._readers.release(self._conn)
+            if self._readers is not None:
+                self._readers.release(self._conn)
         finally:
             self._engine._leave(True)
         if isinstance(exc, apsw.Error):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -104,6 +106,30 @@ class MemoryDB:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<MemoryDB {str(self.path)!r} {state}>"
+
+    # -- atomic work across stores --------------------------------------------------------
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Every write this thread makes through this database's stores inside the block
+        commits together when it ends, or not at all when it raises (the exception
+        propagates).
+
+        Why: a consolidation writes a HISTORY.md entry, rewrites MEMORY.md and archives
+        the messages it summarised; a crash between those writes would lose or repeat
+        memory. One SQLite transaction holds them: `BEGIN IMMEDIATE` at the start, so the
+        block owns the file's write lock from its first line (other threads and
+        processes wait for it under the busy timeout, then get `StorageBusyError`, never a
+        half-applied block). Store calls inside become savepoints, nested blocks too
+        (an inner block that raises is undone alone, if the outer one catches the
+        error). Reads inside see the block's own writes: this thread reads on the write
+        connection while it holds the transaction.
+
+        Keep the block short and free of model or network calls: it holds the write lock
+        throughout. Maintenance (`vacuum`, `checkpoint`, `backup`) refuses to run inside.
+        """
+        with self._engine.write():
+            yield
 
     # -- maintenance --------------------------------------------------------------------
 

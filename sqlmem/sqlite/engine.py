@@ -61,7 +61,8 @@ from .migrations import apply_migrations, read_fts_tokenizer, refuse_foreign_fil
 from .readonly import make_read_only, require_latest_schema, wal_has_frames
 from .writer import ReaderPool, Writer
 
-#: Created in every reader connection's temp schema before it turns query_only: the
+#: Created in every reader connection's temp schema before it turns query_only (and in the
+#: writer's, which serves the reads of a thread inside its own write transaction): the
 #: vocabularies mode "any" reads its dfs from (sqlmem.sqlite.fts_any). Nothing goes in the file.
 _READER_TEMP_TABLES = (vocabulary_table(FACTS_FTS), vocabulary_table(MESSAGES_FTS))
 
@@ -155,6 +156,11 @@ class Engine:
                 require_latest_schema(conn, self.path)
             else:
                 apply_migrations(conn, self.path, self.config.tokenizer)
+                # A thread inside a write transaction reads on this connection
+                # (Writer.held_by_me), mode "any" included.
+                with translate_errors(str(self.path)):
+                    for statement in _READER_TEMP_TABLES:
+                        conn.execute(statement)
             with translate_errors(str(self.path)):
                 self.tokenizer = read_fts_tokenizer(conn) or self.config.tokenizer
             writer = Writer(conn, self.path, self.config.busy_timeout_ms)

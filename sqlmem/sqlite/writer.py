@@ -4,7 +4,9 @@ Every mutation runs inside `Writer.transaction()`: the in-process lock is taken 
 threads queue in Python, not in SQLite's busy handler), then `BEGIN IMMEDIATE` takes the
 file's write lock at once, so another process makes us wait at BEGIN under the busy
 timeout, never fail later on a read-to-write upgrade. Any exception rolls back; nothing
-commits in a `finally`. Nested use (a store method calling another) becomes a savepoint.
+commits in a `finally`. Nested use (a store method calling another, or any store call
+inside `MemoryDB.atomic()`) becomes a savepoint, and the thread that holds the transaction
+reads on the write connection (`Writer.held_by_me`), so it sees its own writes.
 
 Readers are pooled connections: a thread borrows one for a single statement and returns it,
 so concurrent threads each read on their own connection and never wait for the writer.
@@ -21,7 +23,7 @@ from types import TracebackType
 
 import apsw
 
-from ..errors import StorageBusyError, StoreClosedError, map_apsw_error
+from ..errors import SqlmemError, StorageBusyError, StoreClosedError, map_apsw_error
 
 __all__ = ["ReaderPool", "Transaction", "Writer"]
 
@@ -36,6 +38,13 @@ class Writer:
         self._timeout_ms = busy_timeout_ms
         self._timeout = busy_timeout_ms / 1000
         self._depth = 0
+        #: The thread inside the transaction (meaningful while `_depth` > 0).
+        self._owner = 0
+
+    def held_by_me(self) -> bool:
+        """Whether this thread is inside a write transaction of this writer: its reads must
+        then use the write connection, or they would not see its uncommitted writes."""
+        return self._depth > 0 and self._owner == threading.get_ident()
 
     @property
     def raw_connection(self) -> apsw.Connection | None:
@@ -81,7 +90,10 @@ class Writer:
         self._acquire()
         try:
             if self._depth:
-                raise RuntimeError("maintenance cannot run inside a write transaction")
+                raise SqlmemError(
+                    f"{self._path}: maintenance (vacuum, checkpoint, backup) cannot run "
+                    "inside a write transaction (MemoryDB.atomic)"
+                )
             try:
                 yield self.connection
             except apsw.Error as exc:
@@ -127,10 +139,12 @@ class Transaction:
             try:
                 if depth:
                     conn.execute(f"SAVEPOINT {self._savepoint}")
-                elif waited:
-                    writer._begin_with_time_left(conn, waited)
                 else:
-                    conn.execute("BEGIN IMMEDIATE")
+                    if waited:
+                        writer._begin_with_time_left(conn, waited)
+                    else:
+                        conn.execute("BEGIN IMMEDIATE")
+                    writer._owner = threading.get_ident()
             except apsw.Error as exc:
                 raise map_apsw_error(exc, str(writer._path)) from exc
             writer._depth = depth + 1

@@ -28,18 +28,24 @@ def test_pragmas_on_writer_and_readers(
     db = open_db(synchronous=synchronous, busy_timeout_ms=1234)
     expected_sync = {"NORMAL": 1, "FULL": 2}[synchronous]
     engine = db._engine
+
+    def check(conn: apsw.Connection) -> None:
+        assert conn.pragma("journal_mode") == "wal"
+        assert conn.pragma("synchronous") == expected_sync
+        assert conn.pragma("foreign_keys") == 1
+        assert conn.pragma("busy_timeout") == 1234
+        assert conn.pragma("recursive_triggers") == 1
+        assert conn.pragma("trusted_schema") == 0
+
     with engine.write() as writer:
-        checks = [writer]
-        with engine.read() as reader:
-            checks.append(reader)
-            for conn in checks:
-                assert conn.pragma("journal_mode") == "wal"
-                assert conn.pragma("synchronous") == expected_sync
-                assert conn.pragma("foreign_keys") == 1
-                assert conn.pragma("busy_timeout") == 1234
-                assert conn.pragma("recursive_triggers") == 1
-                assert conn.pragma("trusted_schema") == 0
-            assert reader.pragma("query_only") == 1
+        check(writer)
+        # Inside its own write transaction a thread reads on the writer (SPEC 20: reads
+        # inside `atomic()` see its writes); a reader is the pooled, query-only connection.
+        with engine.read() as inside:
+            assert inside is writer
+    with engine.read() as reader:
+        check(reader)
+        assert reader.pragma("query_only") == 1
 
 
 def test_reader_in_another_thread_has_its_own_connection(db: sqlmem.MemoryDB) -> None:

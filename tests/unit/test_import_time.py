@@ -36,6 +36,7 @@ def test_import_loads_only_the_errors(tmp_path: Path) -> None:
     loaded = _loaded_after("import sqlmem", tmp_path)
     assert {m for m in loaded if m.startswith("sqlmem")} == {"sqlmem", "sqlmem.errors"}
     assert "numpy" not in loaded
+    assert "wordllama" not in loaded
     assert "pydantic" not in loaded
 
 
@@ -50,6 +51,7 @@ def test_open_and_search_need_no_numpy_and_no_cli(tmp_path: Path) -> None:
     )
     loaded = _loaded_after(code, tmp_path)
     assert "numpy" not in loaded
+    assert "wordllama" not in loaded
     assert not {m for m in loaded if m.startswith(("sqlmem.cli", "sqlmem.memory"))}
 
 

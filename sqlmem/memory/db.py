@@ -1,0 +1,96 @@
+"""`sqlmem.memory.open()`: a `MemoryDB`-shaped object over the in-memory twins.
+
+Why: the context helpers (consolidation, the context window, the memory pack) are written
+against a database's stores and its `atomic()`; tests and file-less programs run them over
+the twins through this object, with the same all-or-nothing promise. The twins share one
+re-entrant lock, so `atomic()` holding it keeps every other thread's reads and writes out
+until the block ends; on an exception each store is put back as it was when the block
+began (a snapshot per block, so nested blocks are undone alone, like savepoints).
+
+A snapshot copies the stores' containers, not the records inside: each twin replaces a
+stored record on change and never mutates one in place. It costs a pass over the stored
+items per block, fine for tests and small programs (the twins' purpose).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Protocol
+
+from ..config import StoreConfig
+from ..errors import InvalidArgumentError
+from .facts import InMemoryFactStore
+from .history import InMemoryHistoryStore
+
+__all__ = ["InMemoryDB", "open"]
+
+
+class _Twin(Protocol):
+    """What `atomic()` needs of a twin: its lock can be shared, its state saved and put
+    back."""
+
+    _lock: threading.RLock
+
+    def _snapshot(self) -> object: ...
+
+    def _restore(self, state: object) -> None: ...
+
+
+class InMemoryDB:
+    """`.history` and `.facts` twins (no file) with `atomic()`; thread-safe."""
+
+    def __init__(self, config: StoreConfig | None = None) -> None:
+        if config is not None and not isinstance(config, StoreConfig):
+            raise InvalidArgumentError("config must be a StoreConfig")
+        self.config = config or StoreConfig()
+        self.history = InMemoryHistoryStore(self.config)
+        self.facts = InMemoryFactStore(self.config)
+        self._lock = threading.RLock()
+        self._twins: tuple[_Twin, ...] = (self.history, self.facts)
+        for twin in self._twins:  # one lock: atomic() keeps every other thread out
+            twin._lock = self._lock
+        self._closed = False
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """The writes this thread makes through the stores inside the block all stay, or,
+        when the block raises, none do (the exception propagates). Nesting is allowed;
+        other threads wait until the outermost block ends."""
+        with self._lock:
+            saved = [(twin, twin._snapshot()) for twin in self._twins]
+            try:
+                yield
+            except BaseException:
+                for twin, state in saved:
+                    twin._restore(state)
+                raise
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Marks the object closed; the twins hold no resources, their data stays."""
+        self._closed = True
+
+    def __enter__(self) -> InMemoryDB:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<InMemoryDB {self.history!r} {self.facts!r}>"
+
+
+def open(config: StoreConfig | None = None) -> InMemoryDB:
+    """A new, empty in-memory database (history and facts twins with `atomic()`)."""
+    return InMemoryDB(config)

@@ -1,0 +1,164 @@
+"""Vectors for semantic search (SPEC 17): checking what an embedder returned, the stored
+form, exact cosine ranking, and reciprocal rank fusion with BM25.
+
+Written once for every backend, so the SQLite store, the in-memory twin and PostgreSQL
+rank alike (the agreement tests compare them).
+
+- An embedder is somebody else's code (a model, an HTTP API): its output is checked before
+  anything is stored. A batch of the wrong type or shape is refused whole; a row with NaN,
+  inf or no length (all zeros) is refused alone. Refused rows are stored without a vector,
+  never as a corrupt one (`checked_rows`).
+- Stored form: unit-length float32, little-endian, as a BLOB (`to_blob` / `from_blobs`).
+  Normalising once at write time makes cosine a dot product at search time.
+- Ranking is exact: `matrix @ query` over the candidates that passed the filters, then
+  `argpartition` for the top k (no approximate index: vectors stay in the file, under its
+  transactions, backups and forgetting).
+- Hybrid: reciprocal rank fusion, `sum 1/(60 + rank)` over the two rankings (ranks from
+  1), ties broken by BM25 rank. Rank fusion needs no score calibration: BM25 scores are
+  unbounded and corpus-dependent, cosines are not, and adding them after min-max scaling
+  lets one leg drown the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Hashable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "RRF_K",
+    "EmbeddingProblem",
+    "checked_rows",
+    "content_key",
+    "from_blobs",
+    "hybrid_leg_size",
+    "rank_by_cosine",
+    "reciprocal_rank_fusion",
+    "to_blob",
+    "unit_query",
+]
+
+#: The "k" of reciprocal rank fusion (SPEC 17), as in the original paper (Cormack et al.).
+RRF_K = 60
+
+Vector = npt.NDArray[np.float32]
+_Id = TypeVar("_Id", bound=Hashable)
+
+
+class EmbeddingProblem(Exception):
+    """An embedder's output that cannot be stored (internal: callers log it and store the
+    fact without a vector)."""
+
+
+def checked_rows(output: Any, count: int) -> list[Vector | None]:
+    """The embedder's output for `count` texts as unit-length float32 rows, None for a row
+    that cannot be used (NaN, inf, all zeros). Raises EmbeddingProblem for output that is
+    not a float32 matrix of `count` rows."""
+    if not isinstance(output, np.ndarray):
+        raise EmbeddingProblem(f"expected a numpy array, got {type(output).__name__}")
+    if output.dtype != np.float32:
+        raise EmbeddingProblem(f"expected float32 vectors, got {output.dtype}")
+    if output.ndim != 2 or output.shape[0] != count or output.shape[1] == 0:
+        raise EmbeddingProblem(
+            f"expected an array of shape ({count}, dim), got {tuple(output.shape)}"
+        )
+    rows: list[Vector | None] = []
+    wide = output.astype(np.float64)  # float32 squares overflow past ~1.8e19
+    with np.errstate(all="ignore"):
+        norms = np.linalg.norm(wide, axis=1)
+    for row, norm in zip(wide, norms, strict=True):
+        if not np.isfinite(norm) or norm == 0.0:
+            rows.append(None)
+        else:
+            rows.append((row / norm).astype("<f4"))
+    return rows
+
+
+def unit_query(output: Any) -> Vector | None:
+    """The query's vector at unit length, or None when the embedder gave none usable (a
+    zero vector: no vector hits, not a division by zero)."""
+    rows = checked_rows(output, 1)
+    return rows[0]
+
+
+def to_blob(vector: Vector) -> bytes:
+    """The stored form: float32 little-endian."""
+    return vector.astype("<f4", copy=False).tobytes()
+
+
+def from_blobs(blobs: Sequence[bytes], dim: int) -> Vector:
+    """Stored vectors as one (len(blobs), dim) matrix, without copying each row apart."""
+    if not blobs:
+        return np.zeros((0, dim), dtype=np.float32)
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim)
+
+
+def content_key(model: str, text: str) -> str:
+    """The cache key of a text's vector: the same text under the same model is embedded
+    once, whichever fact holds it."""
+    name = model.encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(len(name).to_bytes(8, "little"))  # no (model, text) pair
+    digest.update(name)  # can pose as another by moving bytes across the boundary
+    digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def rank_by_cosine(matrix: Vector, query: Vector, top_k: int) -> list[tuple[int, float]]:
+    """(row, cosine) of the `top_k` rows most similar to `query`, best first; ties by row.
+
+    Rows and query are unit length, so the dot product is the cosine. `argpartition` finds
+    the top k in linear time; only those k are sorted.
+    """
+    rows = matrix.shape[0]
+    if top_k <= 0 or rows == 0:
+        return []
+    similarity = matrix @ query
+    if top_k < rows:
+        # The k-th best value, then the rows above it and the first rows equal to it, so
+        # that which of several equal rows make the cut does not depend on the partition
+        # algorithm (backends agree on ties: the lower row first).
+        kth = -np.partition(-similarity, top_k - 1)[top_k - 1]
+        above = np.flatnonzero(similarity > kth)
+        part = np.concatenate((above, np.flatnonzero(similarity == kth)[: top_k - len(above)]))
+    else:
+        part = np.arange(rows)
+    order = part[np.lexsort((part, -similarity[part]))]  # by (-similarity, row)
+    return [(int(i), float(similarity[i])) for i in order]
+
+
+def hybrid_leg_size(top_k: int) -> int:
+    """How deep each leg of a hybrid search reads (SPEC 17: `max(4 * top_k, 50)`)."""
+    return max(4 * top_k, 50)
+
+
+def reciprocal_rank_fusion(
+    lexical: Sequence[_Id], semantic: Sequence[_Id], top_k: int
+) -> list[tuple[_Id, float]]:
+    """Fuse two rankings (best first, no duplicates within one) into the best `top_k`
+    (id, fused score): `sum 1/(RRF_K + rank)` over the rankings an id appears in, ranks
+    from 1. Ties: the better BM25 rank first (absent from BM25 counts as last), then the
+    better vector rank."""
+    if top_k <= 0:
+        return []
+    fused: dict[_Id, float] = {}
+    lexical_rank: dict[_Id, int] = {}
+    semantic_rank: dict[_Id, int] = {}
+    for rank, key in enumerate(lexical, start=1):
+        lexical_rank[key] = rank
+        fused[key] = 1.0 / (RRF_K + rank)
+    for rank, key in enumerate(semantic, start=1):
+        semantic_rank[key] = rank
+        fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
+    last = len(lexical) + len(semantic) + 1
+    ordered = sorted(
+        fused,
+        key=lambda key: (
+            -fused[key],
+            lexical_rank.get(key, last),
+            semantic_rank.get(key, last),
+        ),
+    )
+    return [(key, fused[key]) for key in ordered[:top_k]]
