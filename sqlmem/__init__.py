@@ -70,8 +70,10 @@ _LAZY: dict[str, str] = {
     "StoreConfig": ".config",
     **dict.fromkeys(
         (
+            "BuiltContext",
             "CompactionResult",
             "Compactor",
+            "ContextWindow",
             "ExtractionError",
             "Extractor",
             "LLMExtractor",
@@ -122,9 +124,11 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AgentMemoryConfig",
+    "BuiltContext",
     "CheckReport",
     "CompactionResult",
     "Compactor",
+    "ContextWindow",
     "CorruptDatabaseError",
     "Embedder",
     "ExtractionError",

@@ -5,13 +5,17 @@ memory injection into the prompt, history compaction, and fact extraction."""
 from __future__ import annotations
 
 from .compactor import CompactionResult, Compactor, Summarizer
+from .context_window import SUMMARY_PREFIX, BuiltContext, ContextWindow
 from .extract import ExtractionError, Extractor, LLMExtractor, NopExtractor
 from .inject import inject_memory
 from .tokens import Estimator, estimate_tokens
 
 __all__ = [
+    "SUMMARY_PREFIX",
+    "BuiltContext",
     "CompactionResult",
     "Compactor",
+    "ContextWindow",
     "Estimator",
     "ExtractionError",
     "Extractor",
