@@ -102,9 +102,13 @@ _LAZY: dict[str, str] = {
 }
 
 
+#: Packages reachable as attributes of `sqlmem` without their own import statement.
+_SUBPACKAGES = frozenset({"aio", "embedders", "memory"})
+
+
 def __getattr__(name: str) -> object:
-    if name == "memory":  # the twins' package: `sqlmem.memory.open()` after `import sqlmem`
-        value = importlib.import_module(".memory", __name__)
+    if name in _SUBPACKAGES:  # e.g. `sqlmem.memory.open()` after a bare `import sqlmem`
+        value = importlib.import_module(f".{name}", __name__)
         globals()[name] = value
         return value
     module = _LAZY.get(name)

@@ -14,9 +14,19 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "sqlmem"
 
-SHARED = {"errors", "config", "records", "protocols", "agent_ids", "forksafe", "search", "rules"}
+SHARED = {
+    "errors",
+    "config",
+    "records",
+    "protocols",
+    "agent_ids",
+    "forksafe",
+    "search",
+    "rules",
+    "embedders",
+}
 BACKENDS = {"sqlite", "memory"}
-LAYERS = {"context", "cli", "factory"}
+LAYERS = {"context", "cli", "factory", "aio"}
 
 
 def _room(module: str) -> str:

@@ -1,0 +1,10 @@
+"""asyncio access to sqlmem's stores (SPEC 18): the sync methods, awaited, run off the
+event loop on the same engine (see `runner` for why threads, and what cancellation
+guarantees)."""
+
+from __future__ import annotations
+
+from .db import AsyncMemoryDB, open
+from .stores import AsyncFactStore, AsyncHistoryStore
+
+__all__ = ["AsyncFactStore", "AsyncHistoryStore", "AsyncMemoryDB", "open"]

@@ -1,0 +1,61 @@
+"""The async stores: each method of the sync protocol, awaited (SPEC 18).
+
+Every method is the protocol's own, run off the event loop by `runner.off_loop`, so names,
+arguments, results and errors are exactly the sync ones. `len(store)` has no async form:
+use `await facts.count()`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocols import FactStore, HistoryStore
+from .runner import Runner, off_loop
+
+__all__ = ["AsyncFactStore", "AsyncHistoryStore"]
+
+
+class _AsyncStore:
+    def __init__(self, store: Any, runner: Runner) -> None:
+        self._store = store
+        self._runner = runner
+
+    @property
+    def sync(self) -> Any:
+        """The sync store behind this one (same file, same engine)."""
+        return self._store
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} over {self._store!r}>"
+
+
+class AsyncHistoryStore(_AsyncStore):
+    """`HistoryStore`, awaited."""
+
+    append = off_loop(HistoryStore.append)
+    append_many = off_loop(HistoryStore.append_many)
+    get_recent = off_loop(HistoryStore.get_recent)
+    get_all = off_loop(HistoryStore.get_all)
+    count = off_loop(HistoryStore.count)
+    set_summary = off_loop(HistoryStore.set_summary)
+    get_summary = off_loop(HistoryStore.get_summary)
+    compact = off_loop(HistoryStore.compact)
+    purge = off_loop(HistoryStore.purge)
+    sessions = off_loop(HistoryStore.sessions)
+    search = off_loop(HistoryStore.search)
+
+
+class AsyncFactStore(_AsyncStore):
+    """`FactStore`, awaited."""
+
+    index = off_loop(FactStore.index)
+    index_many = off_loop(FactStore.index_many)
+    get = off_loop(FactStore.get)
+    delete = off_loop(FactStore.delete)
+    delete_many = off_loop(FactStore.delete_many)
+    count = off_loop(FactStore.count)
+    search = off_loop(FactStore.search)
+    search_by_metadata = off_loop(FactStore.search_by_metadata)
+    list = off_loop(FactStore.list)
+    tags = off_loop(FactStore.tags)
+    categories = off_loop(FactStore.categories)
