@@ -78,6 +78,9 @@ class FactStore(Protocol):
         since: datetime | None = None,
         until: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
+        layer: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
     ) -> list[Fact]: ...
 
     def search_by_metadata(self, key: str, value: Any) -> builtins.list[Fact]: ...
@@ -92,11 +95,31 @@ class FactStore(Protocol):
         until: datetime | None = None,
         limit: int = 20,
         offset: int = 0,
+        layer: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
     ) -> builtins.list[Fact]: ...
 
     def tags(self) -> dict[str, int]: ...
 
     def categories(self) -> builtins.list[str]: ...
+
+    # 0.2 memory items (SPEC 12)
+
+    def remember(self, fact: Fact) -> str: ...
+
+    def promote(self, fact_id: str, layer: str) -> Fact: ...
+
+    def promote_eligible(
+        self,
+        *,
+        from_layer: str = "episodic",
+        to_layer: str = "semantic",
+        min_confidence: float = 0.75,
+        min_hits: int = 2,
+    ) -> builtins.list[str]: ...
+
+    def expire(self) -> int: ...
 
 
 @runtime_checkable

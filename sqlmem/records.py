@@ -13,6 +13,7 @@ values are stored (JSON text, ms timestamps) is `sqlmem.rules.encoding`.
 
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from datetime import datetime
@@ -23,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -30,24 +32,38 @@ from pydantic_core import ErrorDetails
 
 from .errors import InvalidArgumentError
 from .rules.encoding import MAX_METADATA_DEPTH, dt_from_ms, dt_to_ms, encode_metadata_json
+from .rules.identity import fingerprint
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "LAYERS",
+    "MAX_KIND_LEN",
     "MAX_METADATA_DEPTH",
+    "MAX_REFERENCE_LEN",
     "Fact",
+    "Layer",
     "Message",
     "Role",
     "ToolCall",
     "check_category",
+    "check_kind",
+    "check_references",
+    "check_unit_interval",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+#: A memory item's layer (SPEC 12): recent events, durable facts, stable know-how.
+Layer = Literal["episodic", "semantic", "procedural"]
+LAYERS: tuple[Layer, ...] = ("episodic", "semantic", "procedural")
+MAX_KIND_LEN = 64
+MAX_REFERENCE_LEN = 512
 
 #: Segments of letters, digits, '-' and '_' joined by '/': one regex call per category.
 _CATEGORY_PATH = re.compile(r"[A-Za-z0-9_-]+(?:/[A-Za-z0-9_-]+)*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_KIND = re.compile(rf"[A-Za-z0-9_-]{{0,{MAX_KIND_LEN}}}")
 
 
 class _Record(BaseModel):
@@ -162,6 +178,33 @@ def check_category(value: str) -> str:
     return value
 
 
+def check_kind(value: str) -> str:
+    """A kind is a short label: up to 64 letters, digits, '-' and '_' ('' for none)."""
+    if not _KIND.fullmatch(value):
+        raise ValueError(
+            f"kind must be at most {MAX_KIND_LEN} letters, digits, '-' and '_'; got {value!r:.80}"
+        )
+    return value
+
+
+def check_unit_interval(value: float, field: str) -> float:
+    """Confidence and salience: a finite number within [0, 1] (NaN compares false with
+    everything, so it would silently fail every filter; refused instead)."""
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ValueError(f"{field} must be a finite number within [0, 1]; got {value!r}")
+    return float(value)
+
+
+def check_references(value: list[str]) -> list[str]:
+    for ref in value:
+        if len(ref) > MAX_REFERENCE_LEN:
+            raise ValueError(
+                f"references hold strings of at most {MAX_REFERENCE_LEN} characters; "
+                f"got one of {len(ref)}"
+            )
+    return value
+
+
 class ToolCall(_Record):
     """One function call requested by the assistant; `arguments` is JSON text, kept verbatim."""
 
@@ -207,7 +250,14 @@ class Message(_Record):
 
 
 class Fact(_Record):
-    """One long-term fact. An empty `id` is replaced by a generated one."""
+    """One long-term fact. An empty `id` is replaced by a generated one.
+
+    0.2 memory-item state (SPEC 12): `layer`, `kind`, `confidence`, `salience`,
+    `references`, `expires_at`; `fingerprint` and `hits` are output only: the fingerprint
+    is always computed from `content` (here, and again by the store on write), `hits` is
+    counted by the store (what a caller puts there is ignored by `index` and `remember`,
+    so a fact read back can be written again as it is).
+    """
 
     id: str = ""
     content: str
@@ -217,6 +267,14 @@ class Fact(_Record):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime | None = Field(default=None, strict=False)
     updated_at: datetime | None = Field(default=None, strict=False)
+    layer: Layer = "semantic"
+    kind: str = ""
+    confidence: float = 1.0
+    salience: float = 0.5
+    references: list[str] = Field(default_factory=list)
+    expires_at: datetime | None = Field(default=None, strict=False)
+    fingerprint: str = ""
+    hits: int = 1
     score: float | None = None
 
     @field_validator("content")
@@ -231,12 +289,36 @@ class Fact(_Record):
     def _category(cls, value: str) -> str:
         return check_category(value)
 
-    _timestamps = field_validator("created_at", "updated_at", mode="before")(_datetime_or_iso_text)
+    _timestamps = field_validator("created_at", "updated_at", "expires_at", mode="before")(
+        _datetime_or_iso_text
+    )
 
-    @field_validator("created_at", "updated_at")
+    @field_validator("created_at", "updated_at", "expires_at")
     @classmethod
     def _ms_precision(cls, value: datetime | None) -> datetime | None:
         return _truncate_ms(value)
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        return check_kind(value)
+
+    @field_validator("confidence", "salience")
+    @classmethod
+    def _unit(cls, value: float, info: ValidationInfo) -> float:
+        return check_unit_interval(value, str(info.field_name))
+
+    @field_validator("references")
+    @classmethod
+    def _references(cls, value: list[str]) -> list[str]:
+        return check_references(value)
+
+    @field_validator("hits")
+    @classmethod
+    def _hits(cls, value: int) -> int:
+        if not 1 <= value <= 2**62:
+            raise ValueError(f"hits must be from 1 to 2**62; got {value}")
+        return value
 
     @model_validator(mode="after")
     def _fill(self) -> Fact:
@@ -246,5 +328,9 @@ class Fact(_Record):
             _no_surrogates(getattr(self, field), f"Fact.{field}")
         for tag in self.tags:
             _no_surrogates(tag, "Fact.tags")
+        for ref in self.references:
+            _no_surrogates(ref, "Fact.references")
         _json_without_surrogates(self.metadata, "Fact.metadata")
+        # Output only, always the content's: a record compares equal to itself read back.
+        self.fingerprint = fingerprint(self.content)
         return self

@@ -6,9 +6,10 @@ The model answers one fact per line, or NONE; the parser forgives the list style
 like to use.
 
 A fact's id is derived from its normalised text, so extracting the same fact twice (the
-next turn, after a restart, from another session) stores it once: `index` is an upsert by
-id, and with a store the extractor skips ids that are already there, so re-running
-extraction adds nothing and returns only what is new.
+next turn, after a restart, from another session) stores it once: with a store the extractor
+skips ids that are already there and stores the rest through `remember`, which merges a
+fact into a stored one of the same fingerprint, so re-running extraction adds nothing and
+returns only what is new.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ class LLMExtractor:
         """The facts in `messages`, with `session_id` as their source.
 
         Without a store: every fact parsed. With one: only the facts it did not hold yet,
-        which are indexed into it in one transaction. A failing `complete` raises
+        each stored through `store.remember` (one transaction each). A failing `complete` raises
         `ExtractionError` (cause kept); store errors are raised as they are.
         """
         check_session_id(session_id)  # it becomes each fact's source
@@ -148,10 +149,13 @@ class LLMExtractor:
         ]
         if store is None:
             return facts
-        new = [fact for fact in facts if store.get(fact.id) is None]
-        if new:
-            store.index_many(new)
-        return new
+        # Through `remember` (SPEC 12): a fact already stored under its id is left as it
+        # is; one stored under another id with the same fingerprint (written by another
+        # writer, or phrased differently) is merged into, its hits counted, and is not
+        # new; only facts inserted under their own id are returned.
+        return [
+            fact for fact in facts if store.get(fact.id) is None and store.remember(fact) == fact.id
+        ]
 
 
 class NopExtractor:

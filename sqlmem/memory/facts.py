@@ -40,6 +40,15 @@ from ..rules.filters import (
     merge_batch,
     prepare_fact,
 )
+from ..rules.items import (
+    NO_ITEM_FILTERS,
+    ItemFilters,
+    check_layer,
+    is_live,
+    make_item_filters,
+    merge_item,
+    promotion,
+)
 from ..rules.rows import build_fact
 from ..search.bm25 import occurrences, scores
 from ..search.query import (
@@ -66,6 +75,7 @@ class _Doc:
     meta: dict[str, Any]
     tokens: tuple[str, ...]
     counts: Counter[str]
+    hits: int
 
     def fact(self, score: float | None = None) -> Fact:
         r = self.row
@@ -78,12 +88,27 @@ class _Doc:
             r.metadata,
             self.created_ms,
             self.updated_ms,
+            r.layer,
+            r.kind,
+            r.confidence,
+            r.salience,
+            r.refs,
+            r.expires_ms,
+            r.fingerprint,
+            self.hits,
             score,
         )
 
-    def accepted_by(self, filters: Filters) -> bool:
+    def accepted_by(self, filters: Filters, items: ItemFilters, now: int) -> bool:
         r = self.row
-        return filters.accepts(self.tag_set, r.category, r.source, self.created_ms, self.meta)
+        return (
+            is_live(r.expires_ms, now)
+            and filters.accepts(self.tag_set, r.category, r.source, self.created_ms, self.meta)
+            and items.accepts(r.layer, r.kind, r.confidence)
+        )
+
+    def live(self, now: int) -> bool:
+        return is_live(self.row.expires_ms, now)
 
     def tf(self, term: Term) -> int:
         """Occurrences of the term's tokens as a consecutive run (overlaps count)."""
@@ -126,9 +151,17 @@ class InMemoryFactStore:
         return row.id
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
+        return self._index_many(facts, keep_hits=False)
+
+    def restore_many(self, facts: Iterable[Fact]) -> list[str]:
+        """`index_many` that also writes each fact's `hits` (as the SQLite store's)."""
+        return self._index_many(facts, keep_hits=True)
+
+    def _index_many(self, facts: Iterable[Fact], *, keep_hits: bool) -> list[str]:
         if isinstance(facts, (str, bytes, Mapping)) or not isinstance(facts, Iterable):
             raise InvalidArgumentError("index_many takes an iterable of Fact")
-        rows = [prepare_fact(f) for f in facts]  # all checked first: all or nothing
+        # all checked first: all or nothing
+        rows = [prepare_fact(f, keep_hits=keep_hits) for f in facts]
         with self._lock:
             now = now_ms()
             for row in merge_batch(rows):
@@ -153,7 +186,90 @@ class InMemoryFactStore:
             meta=json.loads(row.metadata),
             tokens=tokens,
             counts=Counter(tokens),
+            hits=(1 if old is None else old.hits) if row.hits is None else row.hits,
         )
+
+    def remember(self, fact: Fact) -> str:
+        row = prepare_fact(fact)
+        with self._lock:
+            now = now_ms()
+            if row.id not in self._docs:
+                found = [
+                    d
+                    for d in self._docs.values()
+                    if d.row.fingerprint == row.fingerprint
+                    and d.row.layer == row.layer
+                    and d.live(now)
+                ]
+                if found:
+                    return self._merge(min(found, key=lambda d: (d.created_ms, d.pk)), row, now)
+            self._put(row, now)
+        return row.id
+
+    def _merge(self, doc: _Doc, row: FactRow, now: int) -> str:
+        r = doc.row
+        stored = (r.tags, r.refs, r.metadata, r.confidence, r.salience, r.expires_ms)
+        merged = merge_item(
+            stored, row.tags, row.refs, row.metadata, row.confidence, row.salience, row.expires_ms
+        )
+        doc.row = r._replace(
+            tags=merged.tags,
+            refs=merged.refs,
+            metadata=merged.metadata,
+            confidence=merged.confidence,
+            salience=merged.salience,
+            expires_ms=merged.expires_ms,
+        )
+        doc.tag_set = frozenset(json.loads(merged.tags))
+        doc.meta = json.loads(merged.metadata)
+        doc.hits += 1
+        doc.updated_ms = now
+        return r.id
+
+    def promote(self, fact_id: str, layer: str) -> Fact:
+        layer = check_layer(layer)
+        with self._lock:
+            now = now_ms()
+            doc = self._docs.get(fact_id) if is_fact_id(fact_id) else None
+            if doc is not None and doc.live(now):
+                if doc.row.layer != layer:
+                    doc.row = doc.row._replace(layer=layer)
+                    doc.updated_ms = now
+                return doc.fact()
+        raise FactNotFoundError(f"no fact with id {fact_id!r}")
+
+    def promote_eligible(
+        self,
+        *,
+        from_layer: str = "episodic",
+        to_layer: str = "semantic",
+        min_confidence: float = 0.75,
+        min_hits: int = 2,
+    ) -> list[str]:
+        p = promotion(from_layer, to_layer, min_confidence, min_hits)
+        with self._lock:
+            now = now_ms()
+            found = [
+                d
+                for d in self._docs.values()
+                if d.row.layer == p["from_layer"]
+                and d.row.confidence >= p["min_confidence"]
+                and d.hits >= p["min_hits"]
+                and d.live(now)
+            ]
+            found.sort(key=lambda d: (d.created_ms, d.pk))
+            for doc in found:
+                doc.row = doc.row._replace(layer=p["to_layer"])
+                doc.updated_ms = now
+            return [d.row.id for d in found]
+
+    def expire(self) -> int:
+        with self._lock:
+            now = now_ms()
+            gone = [i for i, d in self._docs.items() if not d.live(now)]
+            for fact_id in gone:
+                del self._docs[fact_id]
+        return len(gone)
 
     def delete(self, fact_id: str) -> None:
         with self._lock:
@@ -179,11 +295,12 @@ class InMemoryFactStore:
             return None
         with self._lock:
             doc = self._docs.get(fact_id)
-            return doc.fact() if doc is not None else None
+            return doc.fact() if doc is not None and doc.live(now_ms()) else None
 
     def count(self) -> int:
         with self._lock:
-            return len(self._docs)
+            now = now_ms()
+            return sum(1 for d in self._docs.values() if d.live(now))
 
     def __len__(self) -> int:
         return self.count()
@@ -200,6 +317,9 @@ class InMemoryFactStore:
         since: datetime | None = None,
         until: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
+        layer: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
     ) -> list[Fact]:
         check_query(query, mode)
         if mode == "raw":
@@ -209,6 +329,7 @@ class InMemoryFactStore:
             )
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
+        items = make_item_filters(layer, kind, min_confidence)
         terms = self._compiler.terms(query)
         if not terms or limit <= 0:
             return []
@@ -221,18 +342,25 @@ class InMemoryFactStore:
                 terms = rarest_terms(terms, docs, "all" if mode == "all" else "any")
                 if not terms:
                     return []
-            return self._ranked(terms, mode == "all", filters, limit)
+            return self._ranked(terms, mode == "all", filters, items, limit)
 
     def _ranked(
-        self, terms: Sequence[Term], every: bool, filters: Filters, limit: int
+        self,
+        terms: Sequence[Term],
+        every: bool,
+        filters: Filters,
+        items: ItemFilters,
+        limit: int,
     ) -> list[Fact]:
         docs = list(self._docs.values())
-        # Every fact counts in N, n_t and avgdl (as in FTS5); the filters only pick rows.
+        now = now_ms()
+        # Every fact counts in N, n_t and avgdl (as in FTS5, expired ones too until
+        # expire() deletes them); the filters only pick rows.
         ranked = scores(
             [[d.tf(t) for t in terms] for d in docs],
             [len(d.tokens) for d in docs],
             every=every,
-            keep=lambda i: docs[i].accepted_by(filters),
+            keep=lambda i: docs[i].accepted_by(filters, items, now),
         )
         # Best first; equal scores in insertion order (an arbitrary but stable choice).
         ranked.sort(key=lambda hit: (-hit[1], docs[hit[0]].pk))
@@ -243,18 +371,23 @@ class InMemoryFactStore:
             raise InvalidArgumentError("search_by_metadata: key must be a string")
         filters = make_filters(metadata={key: value})
         with self._lock:
-            found = [d for d in self._docs.values() if d.accepted_by(filters)]
+            now = now_ms()
+            found = [d for d in self._docs.values() if d.accepted_by(filters, NO_ITEM_FILTERS, now)]
             found.sort(key=lambda d: (d.created_ms, d.pk))
             return [d.fact() for d in found]
 
     def tags(self) -> dict[str, int]:
         with self._lock:
-            counts = Counter(t for d in self._docs.values() for t in d.tag_set)
+            now = now_ms()
+            counts = Counter(t for d in self._docs.values() if d.live(now) for t in d.tag_set)
         return dict(sorted(counts.items()))
 
     def categories(self) -> list[str]:
         with self._lock:
-            return sorted({d.row.category for d in self._docs.values() if d.row.category})
+            now = now_ms()
+            return sorted(
+                {d.row.category for d in self._docs.values() if d.row.category and d.live(now)}
+            )
 
     def list(
         self,
@@ -266,12 +399,17 @@ class InMemoryFactStore:
         until: datetime | None = None,
         limit: int = 20,
         offset: int = 0,
+        layer: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
     ) -> list[Fact]:
         filters = make_filters(tags, category, source, since, until)
+        items = make_item_filters(layer, kind, min_confidence)
         limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []
         with self._lock:
-            found = [d for d in self._docs.values() if d.accepted_by(filters)]
+            now = now_ms()
+            found = [d for d in self._docs.values() if d.accepted_by(filters, items, now)]
             found.sort(key=lambda d: (d.created_ms, d.pk), reverse=True)
             return [d.fact() for d in found[offset : offset + limit]]

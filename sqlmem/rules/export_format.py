@@ -14,7 +14,13 @@ observe, exactly. Line 1 is a header; then one record per line:
      "is_error": false, "metadata": {}, "created_at": "2025-01-31T09:14:55.001+00:00"}
     {"type": "summary", "session_id": "chat:1", "summary": "...", "archived_seq": 4}
     {"type": "fact", "id": "...", "content": "...", "source": "", "tags": [],
-     "category": "", "metadata": {}, "created_at": "...", "updated_at": "..."}
+     "category": "", "metadata": {}, "created_at": "...", "updated_at": "...",
+     "layer": "semantic", "kind": "", "confidence": 1.0, "salience": 0.5,
+     "references": [], "expires_at": null, "fingerprint": "...", "hits": 1}
+
+A fact's memory-item keys (0.2, SPEC 12) are optional: a 0.1 export without them imports
+with their defaults. `fingerprint` is written for readers and ignored on import (the store
+computes it from the content); `hits` is restored. Expired facts are not exported.
 
 Messages come first, ordered by session id then seq (so exporting an import gives the
 same lines); then a summary record for every session with a summary or archived
@@ -253,7 +259,7 @@ def _validate(record: Any) -> Row:
         if not fields.get("id"):  # the id extraction would give this text: idempotent
             fields["id"] = fact_id(str(fields.get("content", "")))
         fact = Fact.model_validate(fields)
-        prepare_fact(fact)  # the store's own checks (id length ...), to name the line now
+        prepare_fact(fact, keep_hits=True)  # the store's checks (id length ...), named now
         return fact
     raise ValueError(f"unknown record type {kind!r} (expected message, summary or fact)")
 

@@ -31,6 +31,7 @@ from ..errors import InvalidArgumentError
 from ..records import Fact, check_category
 from ..search.query import segment
 from .encoding import dt_to_ms, dumps_json, encode_metadata_json
+from .items import item_values
 
 __all__ = [
     "MAX_FACT_ID_LEN",
@@ -63,6 +64,15 @@ class FactRow(NamedTuple):
     created_ms: int | None
     updated_ms: int | None
     search_text: str | None
+    # 0.2 memory items (SPEC 12; checked by `rules.items.item_values`)
+    layer: str = "semantic"
+    kind: str = ""
+    confidence: float = 1.0
+    salience: float = 0.5
+    refs: str = "[]"  # JSON array text of `references`
+    expires_ms: int | None = None
+    fingerprint: str = ""
+    hits: int | None = None  # None: 1 for a new fact, unchanged for a stored one
 
 
 def _utf8(value: str, what: str) -> None:
@@ -74,8 +84,10 @@ def _utf8(value: str, what: str) -> None:
         ) from None
 
 
-def prepare_fact(fact: object) -> FactRow:
-    """Re-check what pydantic checked at construction (models are mutable afterwards)."""
+def prepare_fact(fact: object, *, keep_hits: bool = False) -> FactRow:
+    """Re-check what pydantic checked at construction (models are mutable afterwards).
+
+    `hits` is output only: written from the record only with `keep_hits` (import)."""
     if not isinstance(fact, Fact):
         raise InvalidArgumentError(f"expected a sqlmem.Fact, got {type(fact).__name__}")
     fact_id, content = fact.id, fact.content
@@ -97,7 +109,8 @@ def prepare_fact(fact: object) -> FactRow:
     meta_json = encode_metadata_json(fact.metadata, "Fact.metadata") if fact.metadata else "{}"
     # One encode over everything catches lone surrogates before anything is written
     # (ASCII text, the usual case, cannot hold one and skips the encode).
-    text = f"{fact_id}{content}{fact.source}{tags_json}{meta_json}"
+    items = item_values(fact, keep_hits=keep_hits)
+    text = f"{fact_id}{content}{fact.source}{tags_json}{meta_json}{items[4]}"
     if not text.isascii():
         _utf8(text, f"Fact {fact_id!r}")
     return FactRow(
@@ -110,6 +123,7 @@ def prepare_fact(fact: object) -> FactRow:
         _ms(fact.created_at, "Fact.created_at"),
         _ms(fact.updated_at, "Fact.updated_at"),
         segment(content),
+        *items,
     )
 
 

@@ -2,7 +2,8 @@
 
 The extractor stores a fact under an id derived from its normalised text, so the same fact
 extracted twice (or by two processes) is stored once; import and the in-memory store use
-the same rule. (0.2's fingerprints of memory items are the same normalisation.)
+the same rule. A memory item's `fingerprint` (SPEC 12) is the full digest of that same
+normalised text: `remember` merges facts whose fingerprints agree.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
-__all__ = ["FACT_ID_PREFIX", "fact_id", "normalise_fact"]
+__all__ = ["FACT_ID_PREFIX", "fact_id", "fingerprint", "normalise_fact"]
 
 #: Ids of extracted facts: this prefix and 32 hex digits (128 bits) of a SHA-256.
 FACT_ID_PREFIX = "fact-"
@@ -23,7 +24,14 @@ def normalise_fact(text: str) -> str:
     return " ".join(folded.split()).rstrip(". ")
 
 
+def fingerprint(text: str) -> str:
+    """Hex SHA-256 of the normalised text: equal for two phrasings of one fact.
+
+    Never raises: a lone surrogate (which no stored text holds: records refuse it) is
+    hashed as its code point, so callers refuse such text with their own error."""
+    return hashlib.sha256(normalise_fact(text).encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def fact_id(text: str) -> str:
-    """Stable id of a fact's normalised text."""
-    digest = hashlib.sha256(normalise_fact(text).encode("utf-8")).hexdigest()
-    return FACT_ID_PREFIX + digest[:32]
+    """Stable id of a fact's normalised text (its fingerprint's first 128 bits)."""
+    return FACT_ID_PREFIX + fingerprint(text)[:32]

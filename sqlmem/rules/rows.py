@@ -123,9 +123,11 @@ def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact
     """Facts from stored rows, without validation (the engine wrote them itself).
 
     A row is (id, content, source, category, tags JSON, metadata JSON, created_at ms,
-    updated_at ms), then with `ranked` its bm25 score (lower is better; the Fact gets it
-    negated, higher is better). `build_fact` inlined in one loop, as `messages_from_rows`:
-    a search builds up to top_k facts on every call (~1.1 -> ~0.8 µs a fact).
+    updated_at ms, layer, kind, confidence, salience, references JSON, expires_at ms or
+    None, fingerprint, hits) (`facts_sql`'s column list), then with `ranked` its bm25
+    score (lower is better; the Fact gets it negated, higher is better). `build_fact`
+    inlined in one loop, as `messages_from_rows`: a search builds up to top_k facts on
+    every call (~1.1 -> ~0.8 µs a fact).
     """
     out: list[Fact] = []
     append = out.append
@@ -135,10 +137,14 @@ def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact
     score = None
     for row in rows:
         if ranked:
-            fact_id, content, source, category, tags, meta, created, updated, rank = row
+            *cols, rank = row
             score = -rank
+            (fact_id, content, source, category, tags, meta, created, updated,
+             layer, kind, confidence, salience, refs, expires,
+             fingerprint, hits) = cols  # fmt: skip
         else:
-            fact_id, content, source, category, tags, meta, created, updated = row
+            (fact_id, content, source, category, tags, meta, created, updated,
+             layer, kind, confidence, salience, refs, expires, fingerprint, hits) = row  # fmt: skip
         values = {
             "id": fact_id,
             "content": content,
@@ -148,6 +154,16 @@ def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact
             "metadata": {} if meta == "{}" else loads(meta),
             "created_at": cached_datetime(created) or new_datetime(created),
             "updated_at": cached_datetime(updated) or new_datetime(updated),
+            "layer": layer,
+            "kind": kind,
+            "confidence": confidence,
+            "salience": salience,
+            "references": [] if refs == "[]" else loads(refs),
+            "expires_at": None
+            if expires is None
+            else (cached_datetime(expires) or new_datetime(expires)),
+            "fingerprint": fingerprint,
+            "hits": hits,
             "score": score,
         }
         if fast:  # `_unvalidated` inlined
@@ -201,6 +217,14 @@ def build_fact(
     metadata: str,
     created_ms: int,
     updated_ms: int,
+    layer: str,
+    kind: str,
+    confidence: float,
+    salience: float,
+    refs: str,
+    expires_ms: int | None,
+    fingerprint: str,
+    hits: int,
     score: float | None = None,
 ) -> Fact:
     """A Fact from its stored values (JSON text, unix ms), without validation.
@@ -208,7 +232,10 @@ def build_fact(
     For one fact (`get`, the in-memory twin); many come from `facts_from_rows`, which this
     calls so that both stores build facts one way.
     """
-    row = (fact_id, content, source, category, tags, metadata, created_ms, updated_ms)
+    row = (
+        *(fact_id, content, source, category, tags, metadata, created_ms, updated_ms),
+        *(layer, kind, confidence, salience, refs, expires_ms, fingerprint, hits),
+    )
     if score is None:
         return facts_from_rows([row], ranked=False)[0]
     return facts_from_rows([(*row, -score)], ranked=True)[0]
@@ -219,7 +246,10 @@ def _construct_ok() -> bool:
     global _FAST
     _FAST = True
     try:
-        fact = build_fact("i", "c", "s", "a/b", '["t"]', '{"k":1}', 1, 2, 0.5)
+        fact = build_fact(
+            "i", "c", "s", "a/b", '["t"]', '{"k":1}', 1, 2,
+            "episodic", "k", 0.5, 0.25, '["r"]', 3, "ab", 2, 0.5,
+        )  # fmt: skip
         call = build_tool_call("x", "f", "{}")
         message = message_from_values(
             {

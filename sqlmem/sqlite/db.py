@@ -16,6 +16,7 @@ from . import backup, maintenance
 from .engine import Engine
 from .facts import SQLiteFactStore
 from .history import SQLiteHistoryStore, index_unsearchable_messages
+from .items import fill_fingerprints
 from .maintenance import CheckReport
 from .migrations import read_user_version
 
@@ -67,7 +68,10 @@ class MemoryDB:
         self.path = resolve_path(path)
         self.config = config or StoreConfig()
         self._engine = Engine(
-            self.path, self.config, hooks=(index_unsearchable_messages,), read_only=_read_only
+            self.path,
+            self.config,
+            hooks=(index_unsearchable_messages, fill_fingerprints),
+            read_only=_read_only,
         )
         self.history = SQLiteHistoryStore(self._engine)
         self.facts = SQLiteFactStore(self._engine)
@@ -185,6 +189,8 @@ class MemoryDB:
         delete only adds a tombstone to a newer segment), in SQLite's statistics samples
         (`sqlite_stat4` keeps copies of indexed values such as fact ids, tags, sources,
         session ids) and in WAL frames written before the delete.
+
+        Expired facts are deleted first (`facts.expire()`), so their bytes go too.
 
         So this: merges every FTS5 index into one segment ('optimize': tombstones and the
         postings they cancel go), re-samples `sqlite_stat4` if statistics exist

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from ..rules.encoding import now_ms
 from ..rules.export_format import EXPORT_FORMAT, FORMAT_VERSION, Progress, iso_from_ms, iso_ms
 from .facts_sql import EXPORT_FACTS_PAGE
 from .history_sql import EXPORT_MESSAGES_PAGE, EXPORT_SESSIONS_PAGE
@@ -96,21 +97,33 @@ def _summaries(db: MemoryDB) -> Iterator[dict[str, Any]]:
 
 
 def _facts(db: MemoryDB) -> Iterator[dict[str, Any]]:
+    """Live facts (an expired one is gone for every read, export included)."""
     after = 0
     while True:
         with db.engine.read() as conn:
-            rows: list[Any] = conn.execute(EXPORT_FACTS_PAGE, (after, _PAGE)).fetchall()
+            params = {"after": after, "limit": _PAGE, "now": now_ms()}
+            rows: list[Any] = conn.execute(EXPORT_FACTS_PAGE, params).fetchall()
         for row in rows:
+            (_, fact_id, content, source, category, tags, meta, created, updated,
+             layer, kind, confidence, salience, refs, expires, fingerprint, hits) = row  # fmt: skip
             yield {
                 "type": "fact",
-                "id": row[1],
-                "content": row[2],
-                "source": row[3],
-                "tags": json.loads(row[4]),
-                "category": row[5],
-                "metadata": json.loads(row[6]),
-                "created_at": iso_from_ms(row[7]),
-                "updated_at": iso_from_ms(row[8]),
+                "id": fact_id,
+                "content": content,
+                "source": source,
+                "tags": json.loads(tags),
+                "category": category,
+                "metadata": json.loads(meta),
+                "created_at": iso_from_ms(created),
+                "updated_at": iso_from_ms(updated),
+                "layer": layer,
+                "kind": kind,
+                "confidence": confidence,
+                "salience": salience,
+                "references": json.loads(refs),
+                "expires_at": None if expires is None else iso_from_ms(expires),
+                "fingerprint": fingerprint,
+                "hits": hits,
             }
         if len(rows) < _PAGE:
             return

@@ -72,6 +72,13 @@ from ..rules.filters import (
     merge_batch,
     prepare_fact,
 )
+from ..rules.items import (
+    NO_ITEM_FILTERS,
+    ItemFilters,
+    check_layer,
+    make_item_filters,
+    promotion,
+)
 from ..rules.rows import build_fact, facts_from_rows
 from ..search.query import (
     MAX_QUERY_TERMS,
@@ -83,6 +90,7 @@ from ..search.query import (
     phrases,
 )
 from . import facts_sql as sql
+from . import items
 from .engine import Engine
 from .fts_any import AnyShortcut, capped_terms
 
@@ -119,9 +127,18 @@ class SQLiteFactStore:
         return row.id
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
+        return self._index_many(facts, keep_hits=False)
+
+    def restore_many(self, facts: Iterable[Fact]) -> list[str]:
+        """`index_many` that also writes each fact's `hits` (import restores them; not
+        part of the FactStore protocol, whose writers never set hits)."""
+        return self._index_many(facts, keep_hits=True)
+
+    def _index_many(self, facts: Iterable[Fact], *, keep_hits: bool) -> list[str]:
         if isinstance(facts, (str, bytes, Mapping)) or not isinstance(facts, Iterable):
             raise InvalidArgumentError("index_many takes an iterable of Fact")
-        rows = [prepare_fact(f) for f in facts]  # every fact checked before any is written
+        # every fact checked before any is written
+        rows = [prepare_fact(f, keep_hits=keep_hits) for f in facts]
         if not rows:
             return []
         with self._engine.write() as conn:
@@ -130,16 +147,19 @@ class SQLiteFactStore:
 
     @staticmethod
     def _upsert(conn: apsw.Connection, rows: Sequence[FactRow], now: int) -> None:
-        """Multi-row upserts, cut where a chunk is full or `keep_created` changes, so rows
-        keep their order (and so their pk order, the tie-break of `list`)."""
+        """Multi-row upserts, cut where a chunk is full or `keep_created` (or whether
+        hits are given) changes, so rows keep their order (and so their pk order, the
+        tie-break of `list`)."""
         start = 0
         while start < len(rows):
             keep = rows[start].created_ms is None
+            keep_hits = rows[start].hits is None
             end = start + 1
             while (
                 end < len(rows)
                 and end - start < sql.UPSERT_CHUNK
                 and (rows[end].created_ms is None) == keep
+                and (rows[end].hits is None) == keep_hits
             ):
                 end += 1
             params: list[Any] = []
@@ -154,9 +174,58 @@ class SQLiteFactStore:
                     now if r.created_ms is None else r.created_ms,
                     now if r.updated_ms is None else r.updated_ms,
                     r.search_text,
+                    r.layer,
+                    r.kind,
+                    r.confidence,
+                    r.salience,
+                    r.refs,
+                    r.expires_ms,
+                    r.fingerprint,
+                    1 if r.hits is None else r.hits,
                 )
-            conn.execute(sql.upsert_sql(end - start, keep_created=keep), params)
+            text = sql.upsert_sql(end - start, keep_created=keep, keep_hits=keep_hits)
+            conn.execute(text, params)
             start = end
+
+    def remember(self, fact: Fact) -> str:
+        """SPEC 12's upsert for memory writers: see `sqlmem.sqlite.items`."""
+        row = prepare_fact(fact)
+        with self._engine.write() as conn:
+            now = now_ms()
+            merged = items.remember(conn, row, now)
+            if merged is None:
+                self._upsert(conn, [row], now)
+        return row.id if merged is None else merged
+
+    def promote(self, fact_id: str, layer: str) -> Fact:
+        layer = check_layer(layer)
+        if is_fact_id(fact_id):
+            with self._engine.write() as conn:
+                now = now_ms()
+                params = {"id": fact_id, "layer": layer, "updated": now, "now": now}
+                conn.execute(sql.PROMOTE, params)
+                rows: list[Any] = conn.execute(sql.SELECT_BY_ID, params).fetchall()
+            if rows:
+                return build_fact(*rows[0])
+        raise FactNotFoundError(f"no fact with id {fact_id!r}")
+
+    def promote_eligible(
+        self,
+        *,
+        from_layer: str = "episodic",
+        to_layer: str = "semantic",
+        min_confidence: float = 0.75,
+        min_hits: int = 2,
+    ) -> list[str]:
+        params = promotion(from_layer, to_layer, min_confidence, min_hits)
+        with self._engine.write() as conn:
+            params["now"] = now_ms()
+            return items.promote_eligible(conn, params)
+
+    def expire(self) -> int:
+        with self._engine.write() as conn:
+            conn.execute(sql.EXPIRE, {"now": now_ms()})
+            return int(conn.changes())
 
     def delete(self, fact_id: str) -> None:
         if is_fact_id(fact_id):
@@ -182,12 +251,13 @@ class SQLiteFactStore:
         if not is_fact_id(fact_id):
             return None
         with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.SELECT_BY_ID, (fact_id,)).fetchall()
+            params = {"id": fact_id, "now": now_ms()}
+            rows: list[Any] = conn.execute(sql.SELECT_BY_ID, params).fetchall()
         return build_fact(*rows[0]) if rows else None
 
     def count(self) -> int:
         with self._engine.read() as conn:
-            row: Any = conn.execute(sql.COUNT).fetchall()[0]
+            row: Any = conn.execute(sql.COUNT, {"now": now_ms()}).fetchall()[0]
             return int(row[0])
 
     def __len__(self) -> int:
@@ -205,6 +275,9 @@ class SQLiteFactStore:
         since: datetime | None = None,
         until: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
+        layer: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
     ) -> list[Fact]:
         compiler = self._query_compiler()
         text = check_query(query, mode)
@@ -218,15 +291,24 @@ class SQLiteFactStore:
             match = compiler.match(text, words) if len(terms) <= MAX_QUERY_TERMS else None
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
+        item_filters = make_item_filters(layer, kind, min_confidence)
         if (match is None and not terms) or limit <= 0:
             return []
-        unfiltered = filters.empty
+        unfiltered = filters.empty and item_filters.empty
+        now = now_ms()
         if unfiltered:  # the common case: constant text, no filter params
             statement, params = _SEARCH_UNFILTERED, {"query": match, "limit": limit}
         else:
-            statement, params = sql.search_sql(filters.key), filters.params()
-            params["query"], params["limit"] = match, limit
+            statement = sql.search_sql(filters.key, item_filters.key)
+            params = filters.params() | item_filters.params()
+            params["query"], params["limit"], params["now"] = match, limit, now
         with self._engine.read() as conn:
+            # Expired facts stay in the index until expire(): while there are any, an
+            # unfiltered search skips them in the filtered shape (one index probe when
+            # there are none, the usual case).
+            if unfiltered and conn.execute(sql.ANY_EXPIRED).fetchall():
+                unfiltered = False
+                statement, params["now"] = sql.search_live_sql(NO_FILTERS.key), now
             if match is None:
                 terms = capped_terms(conn, sql.ANY, terms, words)
                 match = params["query"] = phrases(terms, " OR " if words == "any" else " AND ")
@@ -250,32 +332,36 @@ class SQLiteFactStore:
         if not isinstance(key, str):
             raise InvalidArgumentError("search_by_metadata: key must be a string")
         filters = make_filters(metadata={key: value})
-        return self._list(filters, oldest_first=True, limited=False)
+        return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)
 
     def _list(
         self,
         filters: Filters,
+        item_filters: ItemFilters,
         *,
         oldest_first: bool = False,
         limited: bool = True,
         limit: int = 0,
         offset: int = 0,
     ) -> list[Fact]:
-        params = filters.params()
+        params = filters.params() | item_filters.params()
+        params["now"] = now_ms()
         if limited:
             params["limit"], params["offset"] = limit, offset
-        text = sql.list_sql(filters.key, oldest_first=oldest_first, limited=limited)
+        text = sql.list_sql(
+            filters.key, item_filters.key, oldest_first=oldest_first, limited=limited
+        )
         with self._engine.read() as conn:
             rows: list[Any] = conn.execute(text, params).fetchall()
         return facts_from_rows(rows, ranked=False)
 
     def tags(self) -> dict[str, int]:
         with self._engine.read() as conn:
-            return {tag: int(n) for tag, n in conn.execute(sql.TAGS)}
+            return {tag: int(n) for tag, n in conn.execute(sql.TAGS, {"now": now_ms()})}
 
     def categories(self) -> list[str]:
         with self._engine.read() as conn:
-            return [row[0] for row in conn.execute(sql.CATEGORIES)]
+            return [row[0] for row in conn.execute(sql.CATEGORIES, {"now": now_ms()})]
 
     def list(
         self,
@@ -287,12 +373,16 @@ class SQLiteFactStore:
         until: datetime | None = None,
         limit: int = 20,
         offset: int = 0,
+        layer: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
     ) -> list[Fact]:
         filters = make_filters(tags, category, source, since, until)
+        item_filters = make_item_filters(layer, kind, min_confidence)
         limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []
-        return self._list(filters, limit=limit, offset=offset)
+        return self._list(filters, item_filters, limit=limit, offset=offset)
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """SQL text of the fact store: constants, and small cached builders for the variants.
 
-Every value is bound. The few dynamic pieces are which filters are present (a 6-bit key)
+Every value is bound. The few dynamic pieces are which filters are present (6-bit and 3-bit keys)
 and, for batch upserts, how many rows one statement carries; each builder is cached, so a
 given call shape always sends the same text and hits apsw's statement cache.
 
@@ -30,31 +30,71 @@ from .fts_names import FACTS_FTS
 
 __all__ = [
     "ANY",
+    "ANY_EXPIRED",
+    "ANY_UNFINGERPRINTED",
     "CATEGORIES",
     "COUNT",
     "DELETE_MANY",
     "DELETE_ONE",
+    "EXPIRE",
+    "EXPIRED",
     "EXPORT_FACTS_PAGE",
+    "ID_EXISTS",
     "IMPORT_STORED_FACT",
+    "LIVE",
+    "PROMOTE",
+    "PROMOTE_ELIGIBLE",
+    "REMEMBER_FIND",
+    "REMEMBER_MERGE",
     "SELECT_BY_ID",
+    "SET_FINGERPRINT",
     "TAGS",
+    "UNFINGERPRINTED",
     "UPSERT_CHUNK",
     "list_sql",
+    "search_live_sql",
     "search_sql",
     "upsert_sql",
 ]
 
-_COLUMNS = "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at"
+_COLUMNS = (
+    "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at,"
+    " f.layer, f.kind, f.confidence, f.salience, f.refs, f.expires_at, f.fingerprint, f.hits"
+)
 
-SELECT_BY_ID = f"SELECT {_COLUMNS} FROM facts AS f WHERE f.id = ?"
-COUNT = "SELECT count(*) FROM facts"
+#: Expiry (SPEC 12), the one rule every read applies: a fact is live while its expires_at
+#: is NULL or later than :now (bound by the caller, the clock the twin uses too). Two
+#: shapes of it: LIVE tests a row already read (search candidates, list, get); EXPIRED
+#: is the set of expired rows, read from the partial index facts_expires (only facts
+#: that expire are in it), for aggregates that should not read every row (count, tags,
+#: categories).
+LIVE = "(f.expires_at IS NULL OR f.expires_at > :now)"
+EXPIRED = "SELECT pk FROM facts WHERE expires_at <= :now"
+
+SELECT_BY_ID = f"SELECT {_COLUMNS} FROM facts AS f WHERE f.id = :id AND {LIVE}"
+COUNT = f"SELECT (SELECT count(*) FROM facts) - (SELECT count(*) FROM ({EXPIRED}))"
+#: Whether any stored fact has expired (then search takes the path that skips them).
+#: SQLite's clock (ms, like ours), so the common case binds nothing and its statement
+#: stays constant: what it decides is only which shape a search takes, and the search
+#: itself is exact either way but for a fact expiring in the very millisecond between.
+ANY_EXPIRED = (
+    "SELECT 1 FROM facts WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000.0 LIMIT 1"
+)
+#: expire(): the delete triggers remove the index entries, fact_tags rows cascade.
+EXPIRE = "DELETE FROM facts WHERE expires_at <= :now"
 DELETE_ONE = "DELETE FROM facts WHERE id = ?"
 # One statement for any number of ids: they arrive as a bound JSON array.
 DELETE_MANY = "DELETE FROM facts WHERE id IN (SELECT value FROM json_each(?))"
-TAGS = "SELECT tag, count(*) FROM fact_tags GROUP BY tag ORDER BY tag"
-CATEGORIES = "SELECT DISTINCT category FROM facts WHERE category <> '' ORDER BY category"
+TAGS = (
+    f"SELECT tag, count(*) FROM fact_tags WHERE fact_pk NOT IN ({EXPIRED})"
+    " GROUP BY tag ORDER BY tag"
+)
+CATEGORIES = (
+    "SELECT DISTINCT category FROM facts"
+    f" WHERE category <> '' AND pk NOT IN ({EXPIRED}) ORDER BY category"
+)
 
-#: Rows per multi-row upsert: 9 parameters each, far below SQLite's 32766 limit, large
+#: Rows per multi-row upsert: 17 parameters each, far below SQLite's 32766 limit, large
 #: enough that FTS5 flushes its pending terms rarely (it flushes once per statement).
 UPSERT_CHUNK = 1000
 
@@ -82,13 +122,24 @@ _METADATA = """NOT EXISTS (
             ELSE have.atom IS want.atom
         END))"""
 
+# Memory-item filters (rules/items.py, ItemFilters.key: after Filters.key's).
+_LAYER = "f.layer IN (SELECT value FROM json_each(:layers))"
+_KIND = "f.kind = :kind"
+_MIN_CONFIDENCE = "f.confidence >= :min_confidence"
+
 _PREDICATES = (_TAGS, _CATEGORY, _SOURCE, _SINCE, _UNTIL, _METADATA)
+_ITEM_PREDICATES = (_LAYER, _KIND, _MIN_CONFIDENCE)
 
 FilterKey = tuple[bool, bool, bool, bool, bool, bool]
+#: ItemFilters.key: which of the memory-item predicates are present.
+ItemKey = tuple[bool, bool, bool]
+NO_ITEM_KEY: ItemKey = (False, False, False)
 
 
-def _where(key: FilterKey) -> list[str]:
-    return [sql for present, sql in zip(key, _PREDICATES, strict=True) if present]
+def _where(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> list[str]:
+    return [sql for present, sql in zip(key, _PREDICATES, strict=True) if present] + [
+        sql for present, sql in zip(item_key, _ITEM_PREDICATES, strict=True) if present
+    ]
 
 
 # -- mode "any" on large stores (sqlmem.sqlite.fts_any) --------------------------------------
@@ -102,7 +153,7 @@ ANY = any_queries(
 
 
 @cache
-def search_sql(key: FilterKey) -> str:
+def search_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
     """Ranked search. Both shapes are driven by the FTS index (see facts.py).
 
     Without filters, the FTS subquery sorts its matches by `bm25()` in SQLite's sorter,
@@ -114,9 +165,17 @@ def search_sql(key: FilterKey) -> str:
     `:limit` pass; CROSS JOIN pins facts_fts as the outer loop whatever statistics
     ANALYZE collects.
     """
-    where = _where(key)
-    if not where:
+    if not any(key) and not any(item_key):
         return ANY.bm25
+    return search_live_sql(key, item_key)
+
+
+@cache
+def search_live_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
+    """The filtered shape, expired facts skipped: every filtered search, and an
+    unfiltered one while expired facts are stored (`ANY_EXPIRED`; `expire()` and vacuum
+    delete them). Needs `:now`."""
+    where = [*_where(key, item_key), LIVE]
     return (
         f"SELECT {_COLUMNS}, {FACTS_FTS}.rank"
         f" FROM {FACTS_FTS} CROSS JOIN facts AS f ON f.pk = {FACTS_FTS}.rowid"
@@ -127,15 +186,20 @@ def search_sql(key: FilterKey) -> str:
 
 
 @cache
-def list_sql(key: FilterKey, *, oldest_first: bool = False, limited: bool = True) -> str:
+def list_sql(
+    key: FilterKey,
+    item_key: ItemKey = NO_ITEM_KEY,
+    *,
+    oldest_first: bool = False,
+    limited: bool = True,
+) -> str:
     """Browsing (newest first, paged) and metadata lookup (oldest first, all rows).
 
     pk breaks ties between equal timestamps: insertion order, like the in-memory twin.
+    Expired facts are skipped (needs `:now`).
     """
-    where = _where(key)
-    sql = f"SELECT {_COLUMNS} FROM facts AS f"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
+    where = [*_where(key, item_key), LIVE]
+    sql = f"SELECT {_COLUMNS} FROM facts AS f WHERE " + " AND ".join(where)
     sql += (
         " ORDER BY f.created_at, f.pk" if oldest_first else " ORDER BY f.created_at DESC, f.pk DESC"
     )
@@ -146,39 +210,73 @@ def list_sql(key: FilterKey, *, oldest_first: bool = False, limited: bool = True
 
 _UPSERT_HEAD = (
     "INSERT INTO facts (id, content, source, category, tags, metadata, created_at, updated_at,"
-    " search_text) VALUES "
+    " search_text, layer, kind, confidence, salience, refs, expires_at, fingerprint, hits)"
+    " VALUES "
 )
-_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 @lru_cache(maxsize=64)
-def upsert_sql(rows: int, *, keep_created: bool) -> str:
+def upsert_sql(rows: int, *, keep_created: bool, keep_hits: bool = True) -> str:
     """Insert or update `rows` facts in one statement (never REPLACE, see the schema).
 
     DO UPDATE fires the facts_update_* triggers, which delete the old FTS entry with the
     old text before adding the new one, so an updated fact's old words never match again.
-    `keep_created` keeps the first insert's created_at (the caller gave none).
+    `keep_created` keeps the first insert's created_at (the caller gave none);
+    `keep_hits` a stored fact's hits (`index`; import restores them).
     """
     created = "" if keep_created else " created_at = excluded.created_at,"
+    hits = "" if keep_hits else ", hits = excluded.hits"
     return (
         _UPSERT_HEAD
         + ", ".join([_ROW] * rows)
         + " ON CONFLICT (id) DO UPDATE SET content = excluded.content,"
         " source = excluded.source, category = excluded.category, tags = excluded.tags,"
         " metadata = excluded.metadata," + created + " updated_at = excluded.updated_at,"
-        " search_text = excluded.search_text"
+        " search_text = excluded.search_text, layer = excluded.layer, kind = excluded.kind,"
+        " confidence = excluded.confidence, salience = excluded.salience,"
+        " refs = excluded.refs, expires_at = excluded.expires_at,"
+        " fingerprint = excluded.fingerprint" + hits
     )
 
 
 # -- export and import (sqlite/export.py, sqlite/importer.py) -------------------------------
 
-# Export pages by pk, oldest row first.
-EXPORT_FACTS_PAGE = """
-SELECT pk, id, content, source, tags, category, metadata, created_at, updated_at
-FROM facts WHERE pk > ? ORDER BY pk LIMIT ?
+# Export pages by pk, oldest row first; expired facts are not exported.
+EXPORT_FACTS_PAGE = f"""
+SELECT f.pk, {_COLUMNS}
+FROM facts AS f WHERE f.pk > :after AND {LIVE} ORDER BY f.pk LIMIT :limit
 """
 # What an imported record is compared with (the stored values, in upsert's encoding).
 IMPORT_STORED_FACT = (
-    "SELECT content, source, category, tags, metadata, created_at, updated_at"
-    " FROM facts WHERE id = ?"
+    "SELECT content, source, category, tags, metadata, layer, kind, confidence, salience,"
+    " refs, expires_at, hits, created_at, updated_at FROM facts WHERE id = ?"
 )
+
+# -- memory items (sqlite/items.py) -----------------------------------------------------------
+
+ID_EXISTS = "SELECT 1 FROM facts WHERE id = ?"
+#: remember's lookup: the oldest live fact of the layer with the fingerprint
+#: (facts_fingerprint gives the rows in (created_at, pk) order).
+REMEMBER_FIND = f"""
+SELECT f.pk, f.id, f.tags, f.refs, f.metadata, f.confidence, f.salience, f.expires_at
+FROM facts AS f WHERE f.fingerprint = :fingerprint AND f.layer = :layer AND {LIVE}
+ORDER BY f.created_at, f.pk LIMIT 1
+"""
+REMEMBER_MERGE = (
+    "UPDATE facts SET tags = ?, refs = ?, metadata = ?, confidence = ?, salience = ?,"
+    " expires_at = ?, hits = hits + 1, updated_at = ? WHERE pk = ?"
+)
+PROMOTE = (
+    "UPDATE facts AS f SET layer = :layer, updated_at = :updated"
+    f" WHERE f.id = :id AND f.layer <> :layer AND {LIVE}"
+)
+PROMOTE_ELIGIBLE = (
+    "UPDATE facts AS f SET layer = :to_layer, updated_at = :now"
+    " WHERE f.layer = :from_layer AND f.confidence >= :min_confidence"
+    f" AND f.hits >= :min_hits AND {LIVE} RETURNING id, created_at, pk"
+)
+#: Rows the open hook fills (facts_fingerprint finds them: '' sorts first).
+ANY_UNFINGERPRINTED = "SELECT 1 FROM facts WHERE fingerprint = '' LIMIT 1"
+UNFINGERPRINTED = "SELECT pk, content FROM facts WHERE fingerprint = '' LIMIT ?"
+SET_FINGERPRINT = "UPDATE facts SET fingerprint = ? WHERE pk = ?"

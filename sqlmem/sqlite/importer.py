@@ -125,7 +125,7 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
                     winners[row.id] = row
         facts = [f for f in winners.values() if _beats_stored(conn, f, undated)]
         if facts:
-            db.facts.index_many(facts)  # nested: a savepoint of this transaction
+            db.facts.restore_many(facts)  # nested: a savepoint of this transaction
         for f in facts:
             if f.updated_at is None:
                 undated.add(f.id)
@@ -212,8 +212,11 @@ def _beats_stored(conn: apsw.Connection, fact: Fact, undated: set[str]) -> bool:
     updated, stored_updated = dt_to_ms(fact.updated_at), int(stored[0][-1])
     if updated != stored_updated:
         return updated > stored_updated
-    row = prepare_fact(fact)
-    mine = (row.content, row.source, row.category, row.tags, row.metadata)
-    return tuple(stored[0][:5]) != mine or (
-        row.created_ms is not None and row.created_ms != stored[0][5]
+    row = prepare_fact(fact, keep_hits=True)
+    mine = (
+        *(row.content, row.source, row.category, row.tags, row.metadata, row.layer, row.kind),
+        *(row.confidence, row.salience, row.refs, row.expires_ms, row.hits),
+    )
+    return tuple(stored[0][:12]) != mine or (
+        row.created_ms is not None and row.created_ms != stored[0][12]
     )

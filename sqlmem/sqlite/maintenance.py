@@ -14,9 +14,11 @@ from typing import Any
 import apsw
 
 from ..errors import CorruptDatabaseError, SqlmemError, StorageBusyError, translate_errors
+from ..rules.encoding import now_ms
 from .backup import copy_into
 from .connection import connect
 from .engine import Engine
+from .facts_sql import EXPIRE
 from .fts_names import FTS_TABLES
 from .purge import finish_purges
 
@@ -115,9 +117,12 @@ def checkpoint(engine: Engine) -> tuple[int, int]:
 
 
 def vacuum(engine: Engine) -> None:
-    """`MemoryDB.vacuum`: finish interrupted purges, merge every FTS5 index, re-sample
-    statistics, rebuild the file, then empty the WAL (why each: `MemoryDB.vacuum`)."""
+    """`MemoryDB.vacuum`: delete expired facts, finish interrupted purges, merge every
+    FTS5 index, re-sample statistics, rebuild the file, then empty the WAL (why each:
+    `MemoryDB.vacuum`)."""
     engine.refuse_maintenance_if_read_only()  # before finish_purges writes
+    with engine.write() as conn:  # expired facts first (SPEC 12): their bytes go too
+        conn.execute(EXPIRE, {"now": now_ms()})
     finish_purges(engine)
     with engine.writer_connection() as conn:
         for table in FTS_TABLES:

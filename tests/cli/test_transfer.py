@@ -238,6 +238,9 @@ def test_export_format(open_fresh: Callable[[str], sqlmem.MemoryDB]) -> None:
     assert set(fact) == {
         "type", "id", "content", "source", "tags", "category", "metadata",
         "created_at", "updated_at",
+        # 0.2 memory items (SPEC 12)
+        "layer", "kind", "confidence", "salience", "references", "expires_at",
+        "fingerprint", "hits",
     }  # fmt: skip
 
 

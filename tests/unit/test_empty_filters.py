@@ -89,5 +89,5 @@ def test_empty_filters_take_the_unfiltered_path(
 
     plain = statements(tags=None)
     assert (facts_sql.ANY.averages, None) in plain[0]  # the shortcut ran
-    assert not any(b and b["query"] == '"the" OR "zebra"' for _, b in plain[0])  # no exact OR
+    assert not any(b and b.get("query") == '"the" OR "zebra"' for _, b in plain[0])  # no exact OR
     assert statements(**kwargs) == plain

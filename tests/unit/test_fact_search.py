@@ -266,6 +266,7 @@ def test_search_plans_are_fts_driven(
     filters = make_filters(**{n: ALL_FILTERS[n] for n in names})
     params = filters.params()
     params["query"], params["limit"] = '"w3" OR "common"', 10
+    params["now"] = 0  # the expiry predicate's bound (SPEC 12)
     lines = plan(engine, facts_sql.search_sql(filters.key), params)
     scans = [line for line in lines if line.startswith("SCAN")]
     assert scans[0].startswith("SCAN facts_fts VIRTUAL TABLE"), lines

@@ -48,10 +48,17 @@ def test_get_recent_plan_survives_analyze_of_a_one_session_file(open_db: OpenDB)
     assert [m.seq for m in got] == list(range(251, 301))
 
 
+#: A stored row's memory-item columns (SPEC 12) at their defaults, the fingerprint left
+#: empty as `Fact.model_construct` leaves it.
+ITEM = ("semantic", "", 1.0, 0.5, "[]", None, "", 1)
+
+
 def test_unvalidated_builders_equal_model_construct() -> None:
     assert row_builders._FAST  # the fast path is in use with this pydantic
     assert row_builders._construct_ok()
-    fact = row_builders.build_fact("i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 7)
+    fact = row_builders.build_fact(
+        "i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 7, *ITEM
+    )
     assert fact == Fact.model_construct(**fact.__dict__)
     assert fact.created_at == encoding.dt_from_ms(5) and fact.updated_at == encoding.dt_from_ms(7)
     message = row_builders.message_from_values(
@@ -115,8 +122,8 @@ def test_facts_from_rows_equal_model_construct(fast: bool, monkeypatch: pytest.M
     model_construct fallback give the same records."""
     monkeypatch.setattr(row_builders, "_FAST", fast)
     rows = [
-        ("i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 1_795_000_000_123),
-        ("j", "plain", "", "", "[]", "{}", 7, 7),
+        ("i", "c", "s", "a/b", '["t","u"]', '{"k":[1,{"x":null}]}', 5, 1_795_000_000_123, *ITEM),
+        ("j", "plain", "", "", "[]", "{}", 7, 7, *ITEM),
     ]
     want = [
         Fact.model_construct(
@@ -176,11 +183,11 @@ def test_the_datetime_cache_stays_bounded() -> None:
 
 
 def test_tag_lists_from_the_cache_are_independent() -> None:
-    a = row_builders.build_fact("a", "c", "", "", '["x","y"]', "{}", 1, 1)
+    a = row_builders.build_fact("a", "c", "", "", '["x","y"]', "{}", 1, 1, *ITEM)
     a.tags.append("z")
-    b = row_builders.build_fact("b", "c", "", "", '["x","y"]', "{}", 1, 1)
+    b = row_builders.build_fact("b", "c", "", "", '["x","y"]', "{}", 1, 1, *ITEM)
     assert b.tags == ["x", "y"]
-    assert row_builders.build_fact("c", "c", "", "", "[]", "{}", 1, 1).tags == []
+    assert row_builders.build_fact("c", "c", "", "", "[]", "{}", 1, 1, *ITEM).tags == []
 
 
 def test_messages_read_back_equal_what_was_written(db: sqlmem.MemoryDB) -> None:

@@ -98,7 +98,7 @@ def test_tag_check_reads_the_candidates_tags_not_each_wanted_tag(
     db.facts.index_many(_facts(300))
     filters = make_filters(tags=[f"x{i}" for i in range(100)])
     params: dict[str, Any] = filters.params()
-    params.update(query='"common"', limit=10, offset=0)
+    params.update(query='"common"', limit=10, offset=0, now=0)  # now: expiry (SPEC 12)
     with db._engine.read() as conn:
         plans = {
             name: [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + text, params)]
