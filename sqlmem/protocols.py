@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # numpy loads only with the stores that use it
 
 __all__ = ["Embedder", "FactStore", "HistoryStore", "SearchMode"]
 
-SearchMode = Literal["any", "all", "raw"]
+SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
 
 
 @runtime_checkable

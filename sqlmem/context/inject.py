@@ -7,24 +7,31 @@ The block is Markdown an LLM reads well and a person can eyeball in a log:
     - The user's dog is called Rex
     - The user lives in Lisbon
 
-Facts go in the store's rank order. The budget is measured on the whole rendered block
-(header included) with the estimator, because a real tokenizer is not additive across
-pieces. Filling stops at the first fact that would overflow: a later, smaller fact is not
-tried, so a less relevant fact never displaces a more relevant one from the prompt.
+Facts go in the store's rank order. With several stores (an agent's and a shared scope's)
+their rankings are interleaved, each store's best first, and an item held by several
+appears once; with an embedder on the store, search is hybrid, so "what do I eat?" finds
+"The user is vegetarian.". The budget is measured on the whole rendered block (header
+included) with the estimator, because a real tokenizer is not additive across pieces.
+Filling stops at the first fact that would overflow: a later, smaller fact is not tried,
+so a less relevant fact never displaces a more relevant one from the prompt.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import zip_longest
+
 from ..errors import InvalidArgumentError
-from ..protocols import FactStore
+from ..protocols import FactStore, SearchMode
+from ..records import Fact
 from .tokens import Estimator, estimate_tokens
 
-__all__ = ["MEMORY_HEADER", "inject_memory"]
+__all__ = ["MEMORY_HEADER", "bullet", "inject_memory", "search_mode_for"]
 
 MEMORY_HEADER = "## Relevant Memory\n\n"
 
 
-def _bullet(content: str) -> str:
+def bullet(content: str) -> str:
     """One list item. Line breaks (any `str.splitlines` separator) become single spaces,
     and blank lines vanish, so a multi-line fact cannot end the list or start a new
     heading in the middle of the block."""
@@ -32,8 +39,13 @@ def _bullet(content: str) -> str:
     return "- " + " ".join(line for line in lines if line) + "\n"
 
 
+def search_mode_for(store: FactStore) -> SearchMode:
+    """Hybrid when the store has an embedder (SPEC 17), else BM25 "any"."""
+    return "hybrid" if getattr(store, "embedder", None) is not None else "any"
+
+
 def inject_memory(
-    store: FactStore,
+    store: FactStore | Sequence[FactStore],
     query: str,
     *,
     max_facts: int = 10,
@@ -57,10 +69,33 @@ def inject_memory(
     estimate = estimator or estimate_tokens
     block = MEMORY_HEADER
     used = 0
-    for fact in store.search(query, top_k=max_facts):
-        candidate = block + _bullet(fact.content)
+    for fact in _ranked(store, query, max_facts):
+        candidate = block + bullet(fact.content)
         if estimate(candidate) > max_tokens:
             break
         block = candidate
         used += 1
     return block if used else ""
+
+
+def _ranked(store: FactStore | Sequence[FactStore], query: str, top_k: int) -> list[Fact]:
+    """The best `top_k` of one store, or of several with their rankings interleaved (scores
+    of different stores are not comparable: BM25 depends on each corpus)."""
+    if hasattr(store, "search"):
+        one: FactStore = store  # type: ignore[assignment]
+        return one.search(query, top_k=top_k, mode=search_mode_for(one))
+    stores = list(store)
+    if not stores or not all(hasattr(s, "search") for s in stores):
+        raise InvalidArgumentError("store must be a FactStore or a non-empty sequence of them")
+    rankings = [s.search(query, top_k=top_k, mode=search_mode_for(s)) for s in stores]
+    seen: set[str] = set()
+    merged: list[Fact] = []
+    for tier in zip_longest(*rankings):
+        for fact in tier:
+            if fact is None:
+                continue
+            key = fact.fingerprint or f"id:{fact.id}"
+            if key not in seen:
+                seen.add(key)
+                merged.append(fact)
+    return merged[:top_k]
