@@ -8,6 +8,8 @@ from .compactor import CompactionResult, Compactor, Summarizer
 from .context_window import SUMMARY_PREFIX, BuiltContext, ContextWindow
 from .extract import ExtractionError, Extractor, LLMExtractor, NopExtractor
 from .inject import inject_memory
+from .pack import MemoryPack, PackItem, build_memory_pack
+from .pack_config import PackConfig
 from .tokens import Estimator, estimate_tokens
 
 __all__ = [
@@ -20,8 +22,12 @@ __all__ = [
     "ExtractionError",
     "Extractor",
     "LLMExtractor",
+    "MemoryPack",
     "NopExtractor",
+    "PackConfig",
+    "PackItem",
     "Summarizer",
+    "build_memory_pack",
     "estimate_tokens",
     "inject_memory",
 ]

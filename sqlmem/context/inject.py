@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import zip_longest
+from typing import cast
 
 from ..errors import InvalidArgumentError
 from ..protocols import FactStore, SearchMode
 from ..records import Fact
 from .tokens import Estimator, estimate_tokens
 
-__all__ = ["MEMORY_HEADER", "bullet", "inject_memory", "search_mode_for"]
+__all__ = ["MEMORY_HEADER", "bullet", "inject_memory", "search_mode_for", "stores_of"]
 
 MEMORY_HEADER = "## Relevant Memory\n\n"
 
@@ -78,16 +79,23 @@ def inject_memory(
     return block if used else ""
 
 
-def _ranked(store: FactStore | Sequence[FactStore], query: str, top_k: int) -> list[Fact]:
-    """The best `top_k` of one store, or of several with their rankings interleaved (scores
-    of different stores are not comparable: BM25 depends on each corpus)."""
+def stores_of(store: FactStore | Sequence[FactStore]) -> list[FactStore]:
+    """One store or a sequence of them (an agent's and a shared scope's), checked."""
     if hasattr(store, "search"):
-        one: FactStore = store  # type: ignore[assignment]
-        return one.search(query, top_k=top_k, mode=search_mode_for(one))
+        return [cast(FactStore, store)]
     stores = list(store)
     if not stores or not all(hasattr(s, "search") for s in stores):
         raise InvalidArgumentError("store must be a FactStore or a non-empty sequence of them")
+    return stores
+
+
+def _ranked(store: FactStore | Sequence[FactStore], query: str, top_k: int) -> list[Fact]:
+    """The best `top_k` of one store, or of several with their rankings interleaved (scores
+    of different stores are not comparable: BM25 depends on each corpus)."""
+    stores = stores_of(store)
     rankings = [s.search(query, top_k=top_k, mode=search_mode_for(s)) for s in stores]
+    if len(rankings) == 1:
+        return rankings[0]
     seen: set[str] = set()
     merged: list[Fact] = []
     for tier in zip_longest(*rankings):

@@ -29,11 +29,11 @@ from ..errors import InvalidArgumentError
 from ..protocols import FactStore
 from ..records import Fact
 from ..rules.encoding import dt_to_ms
-from .inject import bullet, search_mode_for
+from .inject import bullet, search_mode_for, stores_of
 from .pack_config import LAYER_ORDER, PackConfig
 from .tokens import estimate_tokens
 
-__all__ = ["MemoryPack", "PackItem", "build_memory_pack", "stores_of"]
+__all__ = ["MemoryPack", "PackItem", "build_memory_pack", "render"]
 
 _DAY_MS = 86_400_000
 _PAGE = 500  # list() page size when scanning a layer for its newest items
@@ -60,14 +60,6 @@ class MemoryPack:
     text: str
     tokens: int
     diagnostics: dict[str, Any] = field(default_factory=dict)
-
-
-def stores_of(store: FactStore | Sequence[FactStore]) -> list[FactStore]:
-    """One store or a sequence of them (an agent's and a shared scope's), checked."""
-    stores = [store] if hasattr(store, "search") else list(store)  # type: ignore[arg-type]
-    if not stores or not all(hasattr(s, "search") for s in stores):
-        raise InvalidArgumentError("store must be a FactStore or a non-empty sequence of them")
-    return stores
 
 
 def build_memory_pack(
