@@ -59,3 +59,7 @@ class AsyncFactStore(_AsyncStore):
     list = off_loop(FactStore.list)
     tags = off_loop(FactStore.tags)
     categories = off_loop(FactStore.categories)
+    remember = off_loop(FactStore.remember)
+    promote = off_loop(FactStore.promote)
+    promote_eligible = off_loop(FactStore.promote_eligible)
+    expire = off_loop(FactStore.expire)

@@ -41,6 +41,13 @@ def test_every_method_awaited_gives_the_sync_result(tmp_path: Path) -> None:
             assert await f.tags() == {"drink": 1}
             assert await f.count() == 3
             assert len(await f.list(limit=2)) == 2
+            kept = await f.remember(Fact(content="Likes tea.", layer="episodic"))
+            assert await f.remember(Fact(content="likes TEA", layer="episodic")) == kept
+            assert (await f.get(kept)).hits == 2  # type: ignore[union-attr]
+            assert await f.promote_eligible(min_confidence=0.5) == [kept]
+            assert (await f.promote(kept, "procedural")).layer == "procedural"
+            assert await f.expire() == 0
+            await f.delete(kept)
             await f.delete(fid)
             with pytest.raises(sqlmem.FactNotFoundError):
                 await f.delete(fid)
