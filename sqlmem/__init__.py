@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from .errors import (
     CorruptDatabaseError,
+    DocumentNotFoundError,
+    EditMismatchError,
     FactNotFoundError,
     InvalidAgentIdError,
     InvalidArgumentError,
@@ -41,6 +43,14 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         estimate_tokens,
         inject_memory,
     )
+    from .doc_records import (
+        Document,
+        DocumentHit,
+        DocumentImport,
+        DocumentInfo,
+        DocumentWrite,
+        RevisionInfo,
+    )
     from .factory import (
         AgentMemoryConfig,
         MemoryFactory,
@@ -49,9 +59,10 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         open_fact_store,
         open_history_store,
     )
+    from .memory.docs import InMemoryDocumentStore
     from .memory.facts import InMemoryFactStore
     from .memory.history import InMemoryHistoryStore
-    from .protocols import FactStore, HistoryStore, SearchMode
+    from .protocols import DocumentStore, FactStore, HistoryStore, SearchMode
     from .records import Fact, Message, ToolCall
     from .sqlite.db import CheckReport, MemoryDB
     from .sqlite.db import open as open  # public as sqlmem.open, kept out of __all__
@@ -68,6 +79,18 @@ __version__ = "0.1.0"
 # under 1% of building the Message; `from sqlmem import Message` costs nothing per call).
 _LAZY: dict[str, str] = {
     "StoreConfig": ".config",
+    **dict.fromkeys(
+        (
+            "Document",
+            "DocumentHit",
+            "DocumentImport",
+            "DocumentInfo",
+            "DocumentWrite",
+            "RevisionInfo",
+        ),
+        ".doc_records",
+    ),
+    "InMemoryDocumentStore": ".memory.docs",
     **dict.fromkeys(
         (
             "BuiltContext",
@@ -102,7 +125,9 @@ _LAZY: dict[str, str] = {
     ),
     "InMemoryFactStore": ".memory.facts",
     "InMemoryHistoryStore": ".memory.history",
-    **dict.fromkeys(("Embedder", "FactStore", "HistoryStore", "SearchMode"), ".protocols"),
+    **dict.fromkeys(
+        ("DocumentStore", "Embedder", "FactStore", "HistoryStore", "SearchMode"), ".protocols"
+    ),
     **dict.fromkeys(("Fact", "Message", "ToolCall"), ".records"),
     **dict.fromkeys(("CheckReport", "MemoryDB", "open"), ".sqlite.db"),
 }
@@ -140,6 +165,14 @@ __all__ = [
     "Compactor",
     "ContextWindow",
     "CorruptDatabaseError",
+    "Document",
+    "DocumentHit",
+    "DocumentImport",
+    "DocumentInfo",
+    "DocumentNotFoundError",
+    "DocumentStore",
+    "DocumentWrite",
+    "EditMismatchError",
     "Embedder",
     "ExtractionError",
     "Extractor",
@@ -147,6 +180,7 @@ __all__ = [
     "FactNotFoundError",
     "FactStore",
     "HistoryStore",
+    "InMemoryDocumentStore",
     "InMemoryFactStore",
     "InMemoryHistoryStore",
     "InvalidAgentIdError",
@@ -164,6 +198,7 @@ __all__ = [
     "OwnedHistoryStore",
     "PackConfig",
     "PackItem",
+    "RevisionInfo",
     "SchemaTooNewError",
     "SearchMode",
     "SqlmemError",

@@ -16,6 +16,8 @@ import apsw
 
 __all__ = [
     "CorruptDatabaseError",
+    "DocumentNotFoundError",
+    "EditMismatchError",
     "ExtractionError",
     "FactNotFoundError",
     "InvalidAgentIdError",
@@ -53,6 +55,18 @@ class FactNotFoundError(SqlmemError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+class DocumentNotFoundError(SqlmemError, KeyError):
+    """A workspace document (or one of its revisions) that is not stored (SPEC 14)."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class EditMismatchError(InvalidArgumentError):
+    """`DocumentStore.edit` found `old_text` zero times, or more than once without
+    `replace_all`; the message says how many times."""
 
 
 class StoreClosedError(SqlmemError):

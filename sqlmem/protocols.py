@@ -4,17 +4,25 @@
 from __future__ import annotations
 
 import builtins
+import os
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from .doc_records import (
+    Document,
+    DocumentHit,
+    DocumentImport,
+    DocumentInfo,
+    DocumentWrite,
+    RevisionInfo,
+)
 from .records import Fact, Message
 
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
     import numpy as np
     import numpy.typing as npt
-
-__all__ = ["Embedder", "FactStore", "HistoryStore", "SearchMode"]
+__all__ = ["DocumentStore", "Embedder", "FactStore", "HistoryStore", "SearchMode"]
 
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
 
@@ -137,3 +145,54 @@ class Embedder(Protocol):
     model: str
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+@runtime_checkable
+class DocumentStore(Protocol):
+    """Workspace Markdown files (MEMORY.md, PROFILE.md, daily notes ...) with revisions
+    and block-level search (SPEC 14)."""
+
+    def write(
+        self,
+        path: str,
+        content: str,
+        *,
+        enabled: bool | None = None,
+        sort_order: int | None = None,
+    ) -> DocumentWrite: ...
+
+    def read(self, path: str) -> Document | None: ...
+
+    def edit(
+        self, path: str, old_text: str, new_text: str, *, replace_all: bool = False
+    ) -> int: ...
+
+    def append(self, path: str, text: str) -> Document: ...
+
+    def append_daily(self, text: str, *, day: date | None = None) -> Document: ...
+
+    def delete(self, path: str) -> None: ...
+
+    def list(self, prefix: str = "") -> builtins.list[DocumentInfo]: ...
+
+    def set_enabled(self, path: str, enabled: bool) -> None: ...
+
+    def set_sort_order(self, path: str, n: int) -> None: ...
+
+    def revisions(self, path: str) -> builtins.list[RevisionInfo]: ...
+
+    def read_revision(self, path: str, revision: int) -> str: ...
+
+    def restore(self, path: str, revision: int) -> DocumentWrite: ...
+
+    def search(
+        self, query: str, *, top_k: int = 10, prefix: str = ""
+    ) -> builtins.list[DocumentHit]: ...
+
+    def render_files(self) -> str: ...
+
+    def render_memory_context(self, *, today: date | None = None, recent_days: int = 7) -> str: ...
+
+    def export_dir(self, folder: str | os.PathLike[str]) -> int: ...
+
+    def import_dir(self, folder: str | os.PathLike[str]) -> DocumentImport: ...

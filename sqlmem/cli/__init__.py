@@ -27,6 +27,7 @@ def _handlers() -> dict[str, Handler]:
     # Imported here so `sqlmem --help` does not pay for the stores and the demo.
     from .commands import run_check, run_history, run_info, run_migrate, run_search
     from .demo import run_demo
+    from .docs import run_docs
     from .transfer import run_export, run_import
 
     return {
@@ -38,6 +39,7 @@ def _handlers() -> dict[str, Handler]:
         "history": run_history,
         "export": run_export,
         "import": run_import,
+        "docs": run_docs,
     }
 
 
@@ -77,7 +79,8 @@ def _run(argv: list[str]) -> int:
         return 0
     if args.command is None:
         raise UsageError(
-            "a command is required: demo, info, check, migrate, search, history, export or import",
+            "a command is required: demo, info, check, migrate, search, history, export, "
+            "import or docs",
             "sqlmem",
         )
     return _handlers()[args.command](args, Output(args.json))

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     # The order here is the order `sqlmem --help` lists the commands in.
     for add in (_demo, _info, _check, _migrate, _search, _history, _export, _import):
         add(commands)
+    from .docs_parser import add_docs  # the docs command's grammar, in its own module
+
+    add_docs(commands)
     return parser
 
 

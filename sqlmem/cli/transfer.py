@@ -146,4 +146,6 @@ def _import_text(data: dict[str, Any]) -> list[str]:
         f"  messages   {data['messages']} added, {data['messages_skipped']} already there",
         f"  summaries  {data['summaries']} set",
         f"  facts      {data['facts']} added or updated, {data['facts_skipped']} unchanged",
+        f"  documents  {data['documents']} added or updated, "
+        f"{data['documents_skipped']} unchanged; {data['revisions']} revisions added",
     ]

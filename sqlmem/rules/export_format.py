@@ -17,6 +17,10 @@ observe, exactly. Line 1 is a header; then one record per line:
      "category": "", "metadata": {}, "created_at": "...", "updated_at": "...",
      "layer": "semantic", "kind": "", "confidence": 1.0, "salience": 0.5,
      "references": [], "expires_at": null, "fingerprint": "...", "hits": 1}
+    {"type": "document", "path": "MEMORY.md", "content": "...", "enabled": true,
+     "sort_order": 3, "revision": 4, "created_at": "...", "updated_at": "..."}
+    {"type": "revision", "path": "MEMORY.md", "revision": 3, "content": "...",
+     "updated_at": "..."}
 
 A fact's memory-item keys (0.2, SPEC 12) are optional: a 0.1 export without them imports
 with their defaults. `fingerprint` is written for readers and ignored on import (the store
@@ -25,8 +29,9 @@ computes it from the content); `hits` is restored. Expired facts are not exporte
 Messages come first, ordered by session id then seq (so exporting an import gives the
 same lines); then a summary record for every session with a summary or archived
 messages, carrying the archive boundary with the summary that describes it; then every
-fact, oldest row first. Timestamps are ISO-8601 UTC with milliseconds, the precision the
-engine stores. Text is UTF-8 and not escaped, except that JSON escapes every control
+fact, oldest row first; then every workspace document, then their kept previous contents
+(after the documents they belong to). Timestamps are ISO-8601 UTC with milliseconds, the
+precision the engine stores. Text is UTF-8 and not escaped, except that JSON escapes every control
 character, so each record is exactly one line when split on b"\\n" alone.
 
 Records are validated by the pydantic models before anything is written; a bad one stops
@@ -47,6 +52,7 @@ from ..config import validation_message
 from ..errors import InvalidArgumentError
 from ..records import Fact, Message
 from .checks import check_session_id, check_text
+from .documents import check_bool, check_content, check_doc_path, check_sort_order
 from .encoding import dt_from_ms, dt_to_ms
 from .filters import prepare_fact
 from .identity import fact_id
@@ -55,11 +61,13 @@ __all__ = [
     "EXPORT_FORMAT",
     "FORMAT_VERSION",
     "MAX_IMPORTED_SEQ",
+    "DocumentRow",
     "ExportFormatError",
     "ExportStream",
     "ImportCounts",
     "MessageRow",
     "Progress",
+    "RevisionRow",
     "Row",
     "SummaryRow",
     "iso_from_ms",
@@ -94,6 +102,10 @@ class ImportCounts:
     summaries: int = 0
     facts: int = 0
     facts_skipped: int = 0
+    documents: int = 0
+    documents_skipped: int = 0
+    revisions: int = 0
+    revisions_skipped: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -213,8 +225,34 @@ class SummaryRow:
     archived_seq: int
 
 
-#: A validated record: a message with its place, a session summary, or a fact.
-Row = MessageRow | SummaryRow | Fact
+@dataclass(frozen=True)
+class DocumentRow:
+    """A workspace document as exported: its current content, flags and revision."""
+
+    path: str
+    content: str
+    size: int
+    enabled: bool
+    sort_order: int
+    revision: int
+    created_ms: int
+    updated_ms: int
+
+
+@dataclass(frozen=True)
+class RevisionRow:
+    """A kept previous content of the document at `path`."""
+
+    path: str
+    revision: int
+    content: str
+    size: int
+    updated_ms: int
+
+
+#: A validated record: a message with its place, a session summary, a fact, a document or
+#: one of its kept revisions.
+Row = MessageRow | SummaryRow | Fact | DocumentRow | RevisionRow
 
 
 def validate_batch(batch: list[tuple[int, Any]], unit: str) -> list[Row]:
@@ -261,7 +299,60 @@ def _validate(record: Any) -> Row:
         fact = Fact.model_validate(fields)
         prepare_fact(fact, keep_hits=True)  # the store's checks (id length ...), named now
         return fact
-    raise ValueError(f"unknown record type {kind!r} (expected message, summary or fact)")
+    if kind == "document":
+        return _document(fields)
+    if kind == "revision":
+        return _revision(fields)
+    raise ValueError(
+        f"unknown record type {kind!r} (expected message, summary, fact, document or revision)"
+    )
+
+
+def _document(fields: dict[str, Any]) -> DocumentRow:
+    _only(fields, "document", {"path", "content", "enabled", "sort_order", "revision"}, 2)
+    path = check_doc_path(fields.get("path"))
+    content = fields.get("content")
+    size = check_content(content)
+    return DocumentRow(
+        path,
+        content,  # type: ignore[arg-type]  # checked by check_content
+        size,
+        check_bool(fields.get("enabled"), "enabled"),
+        check_sort_order(fields.get("sort_order")),
+        _counter(fields.get("revision"), "revision", 1),
+        _stamp(fields.get("created_at"), "created_at"),
+        _stamp(fields.get("updated_at"), "updated_at"),
+    )
+
+
+def _revision(fields: dict[str, Any]) -> RevisionRow:
+    _only(fields, "revision", {"path", "revision", "content"}, 1)
+    path = check_doc_path(fields.get("path"))
+    content = fields.get("content")
+    size = check_content(content)
+    revision = _counter(fields.get("revision"), "revision", 1)
+    stamp = _stamp(fields.get("updated_at"), "updated_at")
+    return RevisionRow(path, revision, content, size, stamp)  # type: ignore[arg-type]
+
+
+def _only(fields: Mapping[str, Any], kind: str, names: set[str], stamps: int) -> None:
+    allowed = names | ({"created_at", "updated_at"} if stamps == 2 else {"updated_at"})
+    extra = set(fields) - allowed
+    if extra:
+        raise ValueError(f"unknown field(s) in a {kind} record: {', '.join(sorted(extra))}")
+
+
+def _stamp(value: Any, name: str) -> int:
+    """An ISO 8601 timestamp with its time zone, as ms since the epoch."""
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be ISO 8601 text")
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{name}: not an ISO 8601 timestamp: {value[:40]!r}") from None
+    if when.tzinfo is None:
+        raise ValueError(f"{name} must carry its time zone (the export writes +00:00)")
+    return dt_to_ms(when)
 
 
 def _counter(value: Any, name: str, minimum: int) -> int:

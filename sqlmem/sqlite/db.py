@@ -13,6 +13,7 @@ from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..rules.paths import absolute_path
 from . import backup, maintenance
+from .docs import SQLiteDocumentStore
 from .engine import Engine
 from .facts import SQLiteFactStore
 from .history import SQLiteHistoryStore, index_unsearchable_messages
@@ -75,6 +76,8 @@ class MemoryDB:
         )
         self.history = SQLiteHistoryStore(self._engine)
         self.facts = SQLiteFactStore(self._engine)
+        #: The workspace documents (SPEC 14): MEMORY.md, PROFILE.md, daily notes ...
+        self.docs = SQLiteDocumentStore(self._engine)
 
     @property
     def engine(self) -> Engine:

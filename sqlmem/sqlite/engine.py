@@ -56,7 +56,7 @@ from .connection import (
     set_wal,
 )
 from .fts_any import vocabulary_table
-from .fts_names import FACTS_FTS, MESSAGES_FTS
+from .fts_names import DOCUMENTS_FTS, FACTS_FTS, MESSAGES_FTS
 from .migrations import apply_migrations, read_fts_tokenizer, refuse_foreign_files
 from .readonly import make_read_only, require_latest_schema, wal_has_frames
 from .writer import ReaderPool, Writer
@@ -64,7 +64,11 @@ from .writer import ReaderPool, Writer
 #: Created in every reader connection's temp schema before it turns query_only (and in the
 #: writer's, which serves the reads of a thread inside its own write transaction): the
 #: vocabularies mode "any" reads its dfs from (sqlmem.sqlite.fts_any). Nothing goes in the file.
-_READER_TEMP_TABLES = (vocabulary_table(FACTS_FTS), vocabulary_table(MESSAGES_FTS))
+_READER_TEMP_TABLES = (
+    vocabulary_table(FACTS_FTS),
+    vocabulary_table(MESSAGES_FTS),
+    vocabulary_table(DOCUMENTS_FTS),
+)
 
 __all__ = ["Engine", "OpenHook"]
 

@@ -37,10 +37,12 @@ from ..records import Fact
 from ..rules.checks import encode_metadata, encode_tool_calls
 from ..rules.encoding import dt_to_ms, now_ms
 from ..rules.export_format import (
+    DocumentRow,
     ExportStream,
     ImportCounts,
     MessageRow,
     Progress,
+    RevisionRow,
     Row,
     SummaryRow,
     newer_record,
@@ -50,6 +52,7 @@ from ..rules.export_format import (
 )
 from ..rules.filters import prepare_fact
 from ..search.query import segment
+from .docs_transfer import import_document, import_revision
 from .facts_sql import IMPORT_STORED_FACT
 from .history_sql import IMPORT_MESSAGE, IMPORT_SESSION, SELECT_SUMMARY
 
@@ -118,6 +121,10 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
                 _write_message(conn, row, searchable, now, counts)
             elif isinstance(row, SummaryRow):
                 _write_summary(conn, row, now, counts)
+            elif isinstance(row, DocumentRow):
+                import_document(conn, row, db.config.doc_revisions, counts)
+            elif isinstance(row, RevisionRow):
+                import_revision(conn, row, db.config.doc_revisions, counts)
             else:
                 seen += 1
                 best = winners.get(row.id)

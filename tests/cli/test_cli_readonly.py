@@ -31,6 +31,12 @@ COMMANDS = [
     ["history", "PATH", "chat", "--all"],
     ["export", "PATH"],
     ["export", "PATH", "-o", "OUT"],
+    ["docs", "PATH", "list"],
+    ["docs", "PATH", "show", "MEMORY.md"],
+    ["docs", "PATH", "show", "MEMORY.md", "--revision", "1"],
+    ["docs", "PATH", "history", "MEMORY.md"],
+    ["docs", "PATH", "search", "dog"],
+    ["docs", "PATH", "export", "OUT"],
 ]
 IDS = [" ".join(c[:1] + [a for a in c[2:] if a != "OUT"]) for c in COMMANDS]
 
@@ -47,6 +53,8 @@ def make_memory(path: Path, config: sqlmem.StoreConfig) -> None:
             "chat", [Message(role="user", content=f"hello number {i}") for i in range(200)]
         )
         db.facts.index_many(Fact(content=f"the dog {i} likes walks") for i in range(200))
+        for i in range(3):
+            db.docs.write("MEMORY.md", f"# Memory\n\nthe dog is called Rex {i}\n")
 
 
 def files_beside(path: Path) -> dict[str, bytes]:

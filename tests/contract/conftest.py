@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from sqlmem.config import StoreConfig
+from sqlmem.memory.docs import InMemoryDocumentStore
 from sqlmem.memory.history import InMemoryHistoryStore
-from sqlmem.protocols import HistoryStore
+from sqlmem.protocols import DocumentStore, HistoryStore
+from sqlmem.sqlite.docs import SQLiteDocumentStore
 from sqlmem.sqlite.engine import Engine
 from sqlmem.sqlite.history import SQLiteHistoryStore, index_unsearchable_messages
 
@@ -42,3 +44,29 @@ def make_history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mak
 @pytest.fixture
 def history(make_history: MakeHistory) -> HistoryStore:
     return make_history()
+
+
+MakeDocs = Callable[..., DocumentStore]
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def make_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeDocs]:
+    """`make_docs(**config)`: a document store of the parametrised kind."""
+    engines: list[Engine] = []
+
+    def make(**config: object) -> DocumentStore:
+        cfg = StoreConfig(**config)
+        if request.param == "memory":
+            return InMemoryDocumentStore(cfg)
+        engine = Engine(tmp_path / f"docs-{len(engines)}.db", cfg)
+        engines.append(engine)
+        return SQLiteDocumentStore(engine)
+
+    yield make
+    for engine in engines:
+        engine.close()
+
+
+@pytest.fixture
+def docs(make_docs: MakeDocs) -> DocumentStore:
+    return make_docs()

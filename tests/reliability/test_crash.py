@@ -10,7 +10,10 @@ a model built from the acknowledged writes:
 - every acknowledged write is there, and searchable by its unique word;
 - deleted facts, superseded fact text and purged messages never come back;
 - the one write in flight when the kill came is there entirely or not at all (a batch is
-  never half stored, a compaction's summary and boundary move together).
+  never half stored, a compaction's summary and boundary move together);
+- workspace documents: a write, edit or import_dir in flight leaves every document at its
+  previous revision, whole, or at the new one; kept revisions hold exactly the contents
+  they replaced, and the block index matches (check() and search).
 
 SIGKILL is an application crash: the OS keeps what was written to the file, so both
 synchronous=NORMAL and FULL must keep every commit. SQLMEM_STRESS=1 kills many more times.
@@ -28,12 +31,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from crash_child import doc_content
 
 import sqlmem
 
@@ -60,6 +65,9 @@ class Model:
     sessions: dict[str, Session] = field(default_factory=lambda: {s: Session() for s in SESSIONS})
     facts: dict[str, str] = field(default_factory=dict)  # id -> its word
     gone: list[str] = field(default_factory=list)  # words that must never be found again
+    #: path -> every content since it was created, as (word, size): revision = its length
+    docs: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    docs_gone: list[str] = field(default_factory=list)  # words no current content holds
 
     def apply(self, op: dict[str, Any], result: Any = None) -> None:
         kind = op["op"]
@@ -87,8 +95,31 @@ class Model:
         elif kind == "purge":
             self.gone.extend(self.sessions[op["sid"]].words)
             self.sessions[op["sid"]] = Session()
+        elif kind == "doc_write":
+            self._doc(op["path"], op["word"], op["size"], result)
+        elif kind == "doc_edit":
+            size = self.docs[op["path"]][-1][1]
+            self._doc(op["path"], op["word"], size, None)
+            assert result in (None, 1), (op, result)
+        elif kind == "doc_import":
+            for path, word, size in op["files"]:
+                self._doc(path, word, size, None)
+        elif kind == "doc_delete":
+            self.docs_gone.append(self.docs.pop(op["path"])[-1][0])
         else:
             raise AssertionError(op)
+
+    def _doc(self, path: str, word: str, size: int, revision: Any) -> None:
+        history = self.docs.setdefault(path, [])
+        if history:
+            self.docs_gone.append(history[-1][0])
+        history.append((word, size))
+        if revision is not None:
+            assert revision == len(history), (path, revision, len(history))
+
+    def doc_words(self) -> dict[str, str]:
+        """path -> the word of its current content (what the crash child edits next)."""
+        return {path: history[-1][0] for path, history in self.docs.items()}
 
     def observable(self) -> dict[str, Any]:
         """What the state looks like through the public API (to compare with the file)."""
@@ -98,6 +129,10 @@ class Model:
                 for sid, s in self.sessions.items()
             },
             "facts": {fid: f"fact {w}" for fid, w in self.facts.items()},
+            "docs": {
+                path: (doc_content(*history[-1]), len(history))
+                for path, history in self.docs.items()
+            },
         }
 
 
@@ -112,7 +147,12 @@ def _observe(db: sqlmem.MemoryDB) -> dict[str, Any]:
             db.history.get_summary(sid),
         )
     facts = {f.id: f.content for f in db.facts.list(limit=10**6)}
-    return {"sessions": sessions, "facts": facts}
+    docs = {}
+    for info in db.docs.list():
+        doc = db.docs.read(info.path)
+        assert doc is not None
+        docs[info.path] = (doc.content, doc.revision)
+    return {"sessions": sessions, "facts": facts, "docs": docs}
 
 
 class Zygote:
@@ -181,6 +221,7 @@ class Verifier:
         self.model = Model()
         self.in_flight_kept = 0
         self.in_flight_lost = 0
+        self.in_flight_kinds: Counter[str] = Counter()
         self.acknowledged = 0
         self.kills = 0
 
@@ -210,7 +251,24 @@ class Verifier:
                 self.in_flight_kept += 1
             elif pending is not None:
                 self.in_flight_lost += 1
+            if pending is not None:
+                self.in_flight_kinds[pending["op"]] += 1
             self._check_search(db)
+            self._check_documents(db)
+
+    def _check_documents(self, db: sqlmem.MemoryDB) -> None:
+        """Every document's kept revisions hold whole the contents they replaced, and its
+        current word is found by search in its first block; replaced words are not."""
+        for path, history in self.model.docs.items():
+            kept = db.docs.revisions(path)
+            assert [r.revision for r in kept] == list(range(len(history) - 1, 0, -1))[:50]
+            for info in kept[:3]:
+                want = doc_content(*history[info.revision - 1])
+                assert db.docs.read_revision(path, info.revision) == want, (path, info)
+            hits = db.docs.search(history[-1][0])
+            assert [(h.path, h.start_line) for h in hits] == [(path, 1)], (path, hits)
+        for word in self.model.docs_gone[-20:]:
+            assert db.docs.search(word) == [], word
 
     def _check_search(self, db: sqlmem.MemoryDB) -> None:
         for fid, word in self.model.facts.items():
@@ -235,6 +293,9 @@ def _diff(seen: dict[str, Any], want: dict[str, Any]) -> str:
                 f"{sid}: stored {len(got[0])} msgs count={got[1]} summary={got[2]!r}; "
                 f"expected {len(value[0])} msgs count={value[1]} summary={value[2]!r}"
             )
+    if seen["docs"] != want["docs"]:
+        got = {p: r for p, (_, r) in seen["docs"].items()}
+        out.append(f"docs: stored {got}, expected { {p: r for p, (_, r) in want['docs'].items()} }")
     if seen["facts"] != want["facts"]:
         extra = set(seen["facts"].items()) - set(want["facts"].items())
         missing = set(want["facts"].items()) - set(seen["facts"].items())
@@ -264,6 +325,7 @@ def crash_loop(
             "run": run,
             "seed": rng.random(),
             "facts": sorted(verifier.model.facts),
+            "docs": verifier.model.doc_words(),
             "seconds": 60,
             "broken": broken,
         }
@@ -288,5 +350,6 @@ def test_sigkill_never_loses_an_acknowledged_write(
     print(
         f"\n{synchronous}: {v.kills} kills in {time.monotonic() - started:.1f}s, "
         f"{v.acknowledged} acknowledged writes, in flight at the kill: "
-        f"{v.in_flight_kept} kept whole, {v.in_flight_lost} not stored"
+        f"{v.in_flight_kept} kept whole, {v.in_flight_lost} not stored "
+        f"({dict(v.in_flight_kinds)})"
     )

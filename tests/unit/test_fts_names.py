@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlmem
 from sqlmem.sqlite import engine, facts_sql, history_sql
-from sqlmem.sqlite.fts_names import FACTS_FTS, FTS_TABLES, MESSAGES_FTS
+from sqlmem.sqlite.fts_names import DOCUMENTS_FTS, FACTS_FTS, FTS_TABLES, MESSAGES_FTS
 
 
 def test_the_names_are_the_migrated_fts5_tables(db: sqlmem.MemoryDB) -> None:
@@ -14,7 +14,7 @@ def test_the_names_are_the_migrated_fts5_tables(db: sqlmem.MemoryDB) -> None:
         rows = conn.execute(
             "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%USING fts5%'"
         ).fetchall()
-    assert {name for (name,) in rows} == set(FTS_TABLES) == {FACTS_FTS, MESSAGES_FTS}
+    assert {name for (name,) in rows} == set(FTS_TABLES) == {FACTS_FTS, MESSAGES_FTS, DOCUMENTS_FTS}
 
 
 def test_every_reader_has_a_vocabulary_per_fts_table(db: sqlmem.MemoryDB) -> None:

@@ -1,0 +1,135 @@
+"""SQL text of the document store (migrations/NNNN_documents.sql): constants only.
+
+Every value is bound. A path prefix is matched with `substr(path, 1, length(:prefix)) =
+:prefix`, which holds for any prefix text (LIKE would need escaping and folds case).
+"""
+
+from __future__ import annotations
+
+from .fts_any import any_queries
+from .fts_names import DOCUMENTS_FTS
+
+__all__ = [
+    "ANY",
+    "DELETE",
+    "DELETE_BLOCKS",
+    "ENABLED_CONTENTS",
+    "EXPORT_DOCUMENTS_PAGE",
+    "EXPORT_REVISIONS_PAGE",
+    "IMPORT_REVISION",
+    "INSERT",
+    "INSERT_BLOCK",
+    "KEEP_REVISION",
+    "LIST",
+    "MEMORY_CONTEXT",
+    "MOVE_BLOCK",
+    "PK_AND_REVISION",
+    "PRUNE_REVISIONS",
+    "READ",
+    "READ_CONTENTS",
+    "READ_REVISION",
+    "REVISIONS",
+    "SEARCH",
+    "SEARCH_PREFIX",
+    "SELECT_BLOCKS",
+    "SELECT_FOR_WRITE",
+    "SET_ENABLED",
+    "SET_SORT_ORDER",
+    "UPDATE_CONTENT",
+    "UPDATE_FLAGS",
+]
+
+_PREFIX = "substr(d.path, 1, length(:prefix)) = :prefix"
+
+READ = (
+    "SELECT path, content, enabled, sort_order, revision, created_at, updated_at, size"
+    " FROM documents WHERE path = ?"
+)
+#: What a write needs to decide (the content only when asked: `?2` is 1).
+SELECT_FOR_WRITE = (
+    "SELECT pk, enabled, sort_order, revision, created_at, updated_at, size,"
+    " CASE WHEN ?2 THEN content END, content = ?3 FROM documents WHERE path = ?1"
+)
+INSERT = (
+    "INSERT INTO documents (path, enabled, sort_order, revision, size, created_at,"
+    " updated_at, content) VALUES (?, ?, ?, 1, ?, ?, ?, ?) RETURNING pk"
+)
+#: The current content becomes a kept revision (copied inside SQLite, never through Python).
+KEEP_REVISION = (
+    "INSERT INTO document_revisions (document, revision, size, updated_at, content)"
+    " SELECT pk, revision, size, updated_at, content FROM documents WHERE pk = ?"
+)
+PRUNE_REVISIONS = "DELETE FROM document_revisions WHERE document = ? AND revision < ?"
+UPDATE_CONTENT = (
+    "UPDATE documents SET content = ?, size = ?, revision = ?, updated_at = ?,"
+    " enabled = ?, sort_order = ? WHERE pk = ?"
+)
+UPDATE_FLAGS = "UPDATE documents SET enabled = ?, sort_order = ? WHERE pk = ?"
+SET_ENABLED = "UPDATE documents SET enabled = ? WHERE path = ?"
+SET_SORT_ORDER = "UPDATE documents SET sort_order = ? WHERE path = ?"
+DELETE = "DELETE FROM documents WHERE path = ?"
+
+SELECT_BLOCKS = "SELECT pk, start_line, end_line, text FROM document_blocks WHERE document = ?"
+INSERT_BLOCK = (
+    "INSERT INTO document_blocks (document, start_line, end_line, text, search_text)"
+    " VALUES (?, ?, ?, ?, ?)"
+)
+MOVE_BLOCK = "UPDATE document_blocks SET start_line = ?, end_line = ? WHERE pk = ?"
+DELETE_BLOCKS = "DELETE FROM document_blocks WHERE pk IN (SELECT value FROM json_each(?))"
+
+LIST = (
+    "SELECT d.path, d.enabled, d.sort_order, d.revision, d.created_at, d.updated_at, d.size"
+    f" FROM documents AS d WHERE {_PREFIX} ORDER BY d.sort_order, d.path"
+)
+#: (path, content) of the enabled documents in prompt order (render_files).
+ENABLED_CONTENTS = "SELECT path, content FROM documents WHERE enabled ORDER BY sort_order, path"
+#: (path, content) under a prefix, by path (export_dir, render_memory_context).
+READ_CONTENTS = f"SELECT d.path, d.content FROM documents AS d WHERE {_PREFIX} ORDER BY d.path"
+REVISIONS = (
+    "SELECT r.revision, r.size, r.updated_at FROM document_revisions AS r"
+    " WHERE r.document = ? ORDER BY r.revision DESC"
+)
+READ_REVISION = "SELECT content FROM document_revisions WHERE document = ? AND revision = ?"
+#: The document's pk and revision, and its content when `?2` is its current revision.
+PK_AND_REVISION = (
+    "SELECT pk, revision, CASE WHEN revision = ?2 THEN content END FROM documents WHERE path = ?1"
+)
+#: MEMORY.md and the daily notes of a range of days (ISO dates sort as text).
+MEMORY_CONTEXT = (
+    "SELECT path, content FROM documents"
+    " WHERE path = 'MEMORY.md' OR (path >= ? AND path <= ?) ORDER BY path"
+)
+
+#: Best blocks first; bm25() is lower-is-better (the store negates it).
+ANY = any_queries(
+    DOCUMENTS_FTS,
+    "SELECT d.path, b.start_line, b.end_line, b.text, r.score FROM ({ranked}) AS r"
+    " JOIN document_blocks AS b ON b.pk = r.pk JOIN documents AS d ON d.pk = b.document"
+    " ORDER BY r.score",
+)
+SEARCH = ANY.bm25
+#: With a prefix: FTS5 delivers rows in rank order and the join tests each until :limit
+#: pass, so the prefix narrows the candidates before the limit (as the facts' filters).
+SEARCH_PREFIX = (
+    f"SELECT d.path, b.start_line, b.end_line, b.text, {DOCUMENTS_FTS}.rank"
+    f" FROM {DOCUMENTS_FTS} CROSS JOIN document_blocks AS b ON b.pk = {DOCUMENTS_FTS}.rowid"
+    f" CROSS JOIN documents AS d ON d.pk = b.document"
+    f" WHERE {DOCUMENTS_FTS} MATCH :query AND {_PREFIX}"
+    f" ORDER BY {DOCUMENTS_FTS}.rank LIMIT :limit"
+)
+
+# -- export and import (sqlite/export.py, sqlite/importer.py) -------------------------------
+
+EXPORT_DOCUMENTS_PAGE = (
+    "SELECT pk, path, content, enabled, sort_order, revision, created_at, updated_at"
+    " FROM documents WHERE pk > ? ORDER BY pk LIMIT ?"
+)
+EXPORT_REVISIONS_PAGE = (
+    "SELECT r.pk, d.path, r.revision, r.content, r.updated_at FROM document_revisions AS r"
+    " JOIN documents AS d ON d.pk = r.document WHERE r.pk > ? ORDER BY r.pk LIMIT ?"
+)
+IMPORT_REVISION = (
+    "INSERT INTO document_revisions (document, revision, size, updated_at, content)"
+    " SELECT pk, ?, ?, ?, ? FROM documents WHERE path = ?"
+    " ON CONFLICT (document, revision) DO NOTHING"
+)
