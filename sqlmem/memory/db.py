@@ -22,6 +22,7 @@ from typing import Protocol
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
+from .docs import InMemoryDocumentStore
 from .facts import InMemoryFactStore
 from .history import InMemoryHistoryStore
 
@@ -40,7 +41,7 @@ class _Twin(Protocol):
 
 
 class InMemoryDB:
-    """`.history` and `.facts` twins (no file) with `atomic()`; thread-safe."""
+    """`.history`, `.facts` and `.docs` twins (no file) with `atomic()`; thread-safe."""
 
     def __init__(self, config: StoreConfig | None = None) -> None:
         if config is not None and not isinstance(config, StoreConfig):
@@ -48,8 +49,9 @@ class InMemoryDB:
         self.config = config or StoreConfig()
         self.history = InMemoryHistoryStore(self.config)
         self.facts = InMemoryFactStore(self.config)
+        self.docs = InMemoryDocumentStore(self.config)
         self._lock = threading.RLock()
-        self._twins: tuple[_Twin, ...] = (self.history, self.facts)
+        self._twins: tuple[_Twin, ...] = (self.history, self.facts, self.docs)
         for twin in self._twins:  # one lock: atomic() keeps every other thread out
             twin._lock = self._lock
         self._closed = False
@@ -67,6 +69,11 @@ class InMemoryDB:
                 for twin, state in saved:
                     twin._restore(state)
                 raise
+
+    def vacuum(self) -> None:
+        """Deletes expired facts (what `MemoryDB.vacuum` does first; a twin keeps no bytes
+        of deleted data to rewrite)."""
+        self.facts.expire()
 
     @property
     def closed(self) -> bool:
@@ -88,9 +95,10 @@ class InMemoryDB:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<InMemoryDB {self.history!r} {self.facts!r}>"
+        return f"<InMemoryDB {self.history!r} {self.facts!r} {self.docs!r}>"
 
 
 def open(config: StoreConfig | None = None) -> InMemoryDB:
-    """A new, empty in-memory database (history and facts twins with `atomic()`)."""
+    """A new, empty in-memory database (history, facts and documents twins with
+    `atomic()`)."""
     return InMemoryDB(config)

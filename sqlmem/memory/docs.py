@@ -16,7 +16,7 @@ import builtins
 import os
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from ..config import StoreConfig
@@ -120,6 +120,17 @@ class InMemoryDocumentStore:
 
     def __repr__(self) -> str:
         return f"<InMemoryDocumentStore {len(self._docs)} documents>"
+
+    # -- atomic blocks (sqlmem.memory.db) ---------------------------------------------------
+
+    def _snapshot(self) -> object:
+        """The documents as they are now: a `_Doc`'s fields are reassigned on change, except
+        its `kept` revisions, which are added to in place, so those are copied too."""
+        return {path: replace(doc, kept=dict(doc.kept)) for path, doc in self._docs.items()}
+
+    def _restore(self, state: object) -> None:
+        assert isinstance(state, dict)
+        self._docs = state
 
     # -- writes -------------------------------------------------------------------------
 

@@ -45,9 +45,28 @@ def test_writes_through_every_store_commit_together(mdb: Any) -> None:
         mdb.history.append("s", _user("hello there"))
         mdb.history.set_summary("s", "a greeting")
         fact_id = mdb.facts.index(Fact(content="The user is vegetarian."))
+        mdb.docs.write("MEMORY.md", "# Memory\n- vegetarian")
+        assert mdb.docs.read("MEMORY.md").content == "# Memory\n- vegetarian"
     assert [m.content for m in mdb.history.get_all("s")] == ["hello there"]
     assert mdb.history.get_summary("s") == "a greeting"
     assert mdb.facts.get(fact_id) is not None
+    assert mdb.docs.read("MEMORY.md").revision == 1
+
+
+def test_documents_and_their_revisions_roll_back_with_the_block(mdb: Any) -> None:
+    mdb.docs.write("MEMORY.md", "v1")
+    mdb.docs.write("MEMORY.md", "v2")
+    with pytest.raises(Boom), mdb.atomic():
+        mdb.docs.write("MEMORY.md", "v3")
+        mdb.docs.append_daily("a note")
+        mdb.docs.edit("MEMORY.md", "v3", "v4")
+        raise Boom
+    doc = mdb.docs.read("MEMORY.md")
+    assert (doc.content, doc.revision) == ("v2", 2)
+    assert [r.revision for r in mdb.docs.revisions("MEMORY.md")] == [1]
+    assert mdb.docs.read_revision("MEMORY.md", 1) == "v1"
+    assert [d.path for d in mdb.docs.list()] == ["MEMORY.md"]
+    assert mdb.docs.search("note") == []
 
 
 def test_an_exception_undoes_every_write_and_propagates(mdb: Any) -> None:
