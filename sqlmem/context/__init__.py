@@ -5,21 +5,26 @@ memory injection into the prompt, history compaction, and fact extraction."""
 from __future__ import annotations
 
 from .compactor import CompactionResult, Compactor, Summarizer
+from .consolidate import ConsolidationResult, Consolidator, consolidate_daily_notes
 from .context_window import SUMMARY_PREFIX, BuiltContext, ContextWindow
 from .extract import ExtractionError, Extractor, LLMExtractor, NopExtractor
 from .inject import inject_memory
 from .pack import MemoryPack, PackItem, build_memory_pack
 from .pack_config import PackConfig
 from .tokens import Estimator, estimate_tokens
+from .workspace_extract import ExtractionOutcome, WorkspaceExtractor
 
 __all__ = [
     "SUMMARY_PREFIX",
     "BuiltContext",
     "CompactionResult",
     "Compactor",
+    "ConsolidationResult",
+    "Consolidator",
     "ContextWindow",
     "Estimator",
     "ExtractionError",
+    "ExtractionOutcome",
     "Extractor",
     "LLMExtractor",
     "MemoryPack",
@@ -27,7 +32,9 @@ __all__ = [
     "PackConfig",
     "PackItem",
     "Summarizer",
+    "WorkspaceExtractor",
     "build_memory_pack",
+    "consolidate_daily_notes",
     "estimate_tokens",
     "inject_memory",
 ]

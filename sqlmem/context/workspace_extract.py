@@ -1,0 +1,216 @@
+"""`WorkspaceExtractor`: MateClaw's post-conversation extraction (SPEC 15).
+
+After a conversation the model reads its transcript and may add a line to today's note and
+rewrite MEMORY.md and PROFILE.md, in one transaction. It is housekeeping, so it is cheap to
+skip and never fails the turn:
+
+- Skipped without calling the model when the trigger source is disabled (a cron job talking
+  to itself), the conversation is short, the user's last message is a few characters
+  ("ok"), another run on the same database is under way ("busy": returned at once, never
+  waited for), or the last run on that database started less than `cooldown_seconds` ago.
+- The cooldown and the one-run-at-a-time rule are per database, shared by every extractor
+  on it (several agents' loops, several instances), because what they protect is the
+  database's documents and the model's bill, not one object.
+- The model's failures (exception, blank, unusable JSON) change nothing and are reported.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from typing import Any
+
+from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
+from ..rules.documents import daily_path
+from .llm_json import Workspace, ask_json, bool_field, format_message, text_field
+
+__all__ = ["ExtractionOutcome", "WorkspaceExtractor"]
+
+MAX_MESSAGE_CHARS = 2000
+
+EXTRACTION_PROMPT = """You keep an assistant's workspace memory up to date after a conversation.
+
+Read the conversation and decide whether anything is worth remembering: durable facts about
+the user (PROFILE.md), durable knowledge, preferences and decisions (MEMORY.md), and what
+happened today (one line for today's note).
+Answer with one JSON object and nothing else:
+{{"should_update": true or false, "reason": "<why>",
+ "daily_entry": "<one line for today's note, or empty>",
+ "memory_update": "<the complete new MEMORY.md, or empty to keep it>",
+ "profile_update": "<the complete new PROFILE.md, or empty to keep it>"}}
+
+## Current MEMORY.md
+{memory}
+
+## Current PROFILE.md
+{profile}
+
+## Conversation
+{transcript}
+"""
+
+
+@dataclass(frozen=True)
+class ExtractionOutcome:
+    """`ran`: the model was called; `reason`: why it did not run, or the model's reason;
+    `updated`: the document paths changed; `error`: what went wrong, else None."""
+
+    ran: bool
+    reason: str
+    updated: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+class _Gate:
+    """One database's run lock and last start time (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.started = float("-inf")
+
+
+_gates_lock = threading.Lock()
+_gates: dict[Any, _Gate] = {}
+_twin_gates: weakref.WeakKeyDictionary[Any, _Gate] = weakref.WeakKeyDictionary()
+
+
+def _gate(db: Workspace) -> _Gate:
+    """The file's gate (every MemoryDB on one path shares it), or the object's for a twin."""
+    path = getattr(db, "path", None)
+    with _gates_lock:
+        if path is not None:
+            return _gates.setdefault(path, _Gate())
+        gate = _twin_gates.get(db)
+        if gate is None:
+            gate = _twin_gates[db] = _Gate()
+        return gate
+
+
+def _check_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidArgumentError(f"{name} must be an int >= 0, got {value!r}")
+    return value
+
+
+class WorkspaceExtractor:
+    """Runs the post-conversation extraction on a database (see the module docstring)."""
+
+    def __init__(
+        self,
+        db: Workspace,
+        complete: Callable[[str], str],
+        *,
+        min_messages: int = 4,
+        min_user_chars: int = 10,
+        cooldown_seconds: float = 300,
+        skip_sources: Sequence[str] = ("cron",),
+        max_transcript_messages: int = 30,
+    ) -> None:
+        if not callable(complete):
+            raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
+        self.min_messages = _check_int("min_messages", min_messages)
+        self.min_user_chars = _check_int("min_user_chars", min_user_chars)
+        if (
+            isinstance(cooldown_seconds, bool)
+            or not isinstance(cooldown_seconds, (int, float))
+            or not cooldown_seconds >= 0
+        ):
+            raise InvalidArgumentError(f"cooldown_seconds must be >= 0, got {cooldown_seconds!r}")
+        self.cooldown_seconds = float(cooldown_seconds)
+        if isinstance(skip_sources, str) or not all(isinstance(s, str) for s in skip_sources):
+            raise InvalidArgumentError("skip_sources must be a sequence of str")
+        self.skip_sources = tuple(skip_sources)
+        self.max_transcript_messages = _check_int(
+            "max_transcript_messages", max_transcript_messages
+        )
+        self.db = db
+        self.complete = complete
+        self._gate = _gate(db)
+
+    def run(self, session_id: str, *, trigger_source: str = "web") -> ExtractionOutcome:
+        if not isinstance(trigger_source, str):
+            raise InvalidArgumentError("trigger_source must be a str")
+        if trigger_source in self.skip_sources:
+            return ExtractionOutcome(False, "disabled source")
+        try:
+            talk = [
+                m for m in self.db.history.get_all(session_id) if m.role in ("user", "assistant")
+            ]
+        except (InvalidArgumentError, StoreClosedError):
+            raise
+        except SqlmemError as exc:
+            return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
+        keep = self.max_transcript_messages
+        messages = talk[len(talk) - keep :] if keep else []
+        if len(messages) < self.min_messages:
+            return ExtractionOutcome(False, "too few messages")
+        last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+        if last_user is None or len(last_user.content.strip()) < self.min_user_chars:
+            return ExtractionOutcome(False, "user message too short")
+        gate = self._gate
+        if not gate.lock.acquire(blocking=False):
+            return ExtractionOutcome(False, "busy")
+        try:
+            now = time.monotonic()
+            if now - gate.started < self.cooldown_seconds:
+                return ExtractionOutcome(False, "cooldown")
+            gate.started = now
+            return self._extract(messages)
+        finally:
+            gate.lock.release()
+
+    def _extract(self, messages: list[Any]) -> ExtractionOutcome:
+        docs = self.db.docs
+        try:
+            memory_doc, profile_doc = docs.read("MEMORY.md"), docs.read("PROFILE.md")
+        except StoreClosedError:
+            raise
+        except SqlmemError as exc:
+            return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
+        memory = memory_doc.content if memory_doc else ""
+        profile = profile_doc.content if profile_doc else ""
+        transcript = "\n".join(format_message(m, limit=MAX_MESSAGE_CHARS) for m in messages)
+        prompt = EXTRACTION_PROMPT.format(memory=memory, profile=profile, transcript=transcript)
+        answer, problem = ask_json(self.complete, prompt)
+        fields: dict[str, str] = {}
+        should, reason = False, ""
+        if answer is not None:
+            should, problem = bool_field(answer, "should_update")
+            for name in ("reason", "daily_entry", "memory_update", "profile_update"):
+                if problem is None:
+                    fields[name], problem = text_field(answer, name)
+            reason = fields.get("reason", "")
+        if problem is not None:
+            return ExtractionOutcome(True, "model answer unusable", error=problem)
+        if not should:
+            return ExtractionOutcome(True, reason or "nothing to remember")
+        return self._apply(fields, memory, profile, reason)
+
+    def _apply(
+        self, fields: dict[str, str], memory: str, profile: str, reason: str
+    ) -> ExtractionOutcome:
+        docs, updated = self.db.docs, []
+        today: date = datetime.now(timezone.utc).date()
+        try:
+            with self.db.atomic():
+                entry = " ".join(fields["daily_entry"].split())
+                if entry:
+                    docs.append_daily(entry, day=today)
+                    updated.append(daily_path(today))
+                for path, new, old in (
+                    ("MEMORY.md", fields["memory_update"], memory),
+                    ("PROFILE.md", fields["profile_update"], profile),
+                ):
+                    if new.strip() and new != old:
+                        written = docs.write(path, new)
+                        if written.created or written.overwritten:
+                            updated.append(path)
+        except StoreClosedError:
+            raise
+        except SqlmemError as exc:  # InvalidArgumentError here: the model's text refused
+            return ExtractionOutcome(True, "storage failed", error=f"{type(exc).__name__}: {exc}")
+        return ExtractionOutcome(True, reason or "updated", updated)
