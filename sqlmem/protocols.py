@@ -86,6 +86,7 @@ class FactStore(Protocol):
         source: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         limit: int = 20,
         offset: int = 0,
     ) -> builtins.list[Fact]: ...

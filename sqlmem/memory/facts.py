@@ -251,10 +251,11 @@ class InMemoryFactStore:
         source: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         limit: int = 20,
         offset: int = 0,
     ) -> list[Fact]:
-        filters = make_filters(tags, category, source, since, until)
+        filters = make_filters(tags, category, source, since, until, metadata)
         limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []
