@@ -37,6 +37,7 @@ from ..rules.filters import (
     is_fact_id,
     make_filters,
     merge_batch,
+    metadata_equal_filter,
     prepare_fact,
 )
 from ..rules.rows import build_fact
@@ -226,9 +227,7 @@ class InMemoryFactStore:
         return [docs[i].fact(score) for i, score in ranked[:limit]]
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
-        if not isinstance(key, str):
-            raise InvalidArgumentError("search_by_metadata: key must be a string")
-        filters = make_filters(metadata={key: value})
+        filters = metadata_equal_filter(key, value)
         with self._lock:
             found = [d for d in self._docs.values() if d.accepted_by(filters)]
             found.sort(key=lambda d: (d.created_ms, d.pk))

@@ -44,6 +44,7 @@ __all__ = [
     "json_equal",
     "make_filters",
     "merge_batch",
+    "metadata_equal_filter",
     "prepare_fact",
 ]
 
@@ -279,6 +280,14 @@ def make_filters(
     )
 
 
+def metadata_equal_filter(key: object, value: Any) -> Filters:
+    """`search_by_metadata(key, value)`: the literal key equal to the literal value. A
+    mapping of `$` keys is a value here, not an operator expression (SPEC 6)."""
+    if not isinstance(key, str):
+        raise InvalidArgumentError("search_by_metadata: key must be a string")
+    return Filters(**_metadata({key: value}, literal=True))
+
+
 def _tags(tags: object) -> tuple[str, ...]:
     if tags is None:
         return ()
@@ -320,14 +329,14 @@ def _bound(value: object, what: str, *, ceil: bool) -> int | None:
     return ms
 
 
-def _metadata(metadata: object) -> dict[str, Any]:
+def _metadata(metadata: object, *, literal: bool = False) -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
         raise InvalidArgumentError("metadata must be a mapping with string keys")
     if not metadata:
         return {}
-    conditions = compile_metadata(metadata)
+    conditions = compile_metadata(metadata, literal=literal)
     equal, others = conditions_json(conditions)
     _utf8(equal + others, "metadata")
     return {"metadata": conditions, "metadata_json": equal, "metadata_ops_json": others}

@@ -114,21 +114,26 @@ def is_operator_expression(value: object) -> bool:
     )
 
 
-def compile_metadata(metadata: Mapping[str, Any]) -> tuple[Condition, ...]:
+def compile_metadata(
+    metadata: Mapping[str, Any], *, literal: bool = False
+) -> tuple[Condition, ...]:
     """The conditions of a metadata filter, or InvalidArgumentError naming the key.
 
     `metadata` is the caller's mapping with str keys (checked by the caller). Values go
     through the stored JSON encoding and back, so the Python predicate sees exactly the
     JSON types SQLite will see (a tuple becomes a list, a float stays a float).
+    `literal`: every value is a plain value, operators included (`search_by_metadata`).
     """
     text = encode_metadata_json(dict(metadata), "metadata")
     decoded: dict[str, Any] = json.loads(text)
     out: list[Condition] = []
     for key, original in metadata.items():
         value = decoded[key]
-        if not is_operator_expression(original):
-            if isinstance(original, Mapping) and any(
-                isinstance(k, str) and k.startswith("$") for k in original
+        if literal or not is_operator_expression(original):
+            if (
+                not literal
+                and isinstance(original, Mapping)
+                and any(isinstance(k, str) and k.startswith("$") for k in original)
             ):
                 raise InvalidArgumentError(
                     f"metadata[{key!r}] mixes operators ($...) and plain keys; an operator "

@@ -70,6 +70,7 @@ from ..rules.filters import (
     is_fact_id,
     make_filters,
     merge_batch,
+    metadata_equal_filter,
     prepare_fact,
 )
 from ..rules.rows import build_fact, facts_from_rows
@@ -247,9 +248,7 @@ class SQLiteFactStore:
         return facts_from_rows(rows, ranked=True)
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
-        if not isinstance(key, str):
-            raise InvalidArgumentError("search_by_metadata: key must be a string")
-        filters = make_filters(metadata={key: value})
+        filters = metadata_equal_filter(key, value)
         return self._list(filters, oldest_first=True, limited=False)
 
     def _list(
