@@ -27,6 +27,7 @@ def _handlers() -> dict[str, Handler]:
     # Imported here so `sqlmem --help` does not pay for the stores and the demo.
     from .commands import run_check, run_history, run_info, run_migrate, run_search
     from .demo import run_demo
+    from .sessions import run_sessions
     from .transfer import run_export, run_import
 
     return {
@@ -36,6 +37,7 @@ def _handlers() -> dict[str, Handler]:
         "migrate": run_migrate,
         "search": run_search,
         "history": run_history,
+        "sessions": run_sessions,
         "export": run_export,
         "import": run_import,
     }
@@ -77,7 +79,8 @@ def _run(argv: list[str]) -> int:
         return 0
     if args.command is None:
         raise UsageError(
-            "a command is required: demo, info, check, migrate, search, history, export or import",
+            "a command is required: demo, info, check, migrate, search, history, sessions, export"
+            " or import",
             "sqlmem",
         )
     return _handlers()[args.command](args, Output(args.json))
