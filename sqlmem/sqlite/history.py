@@ -107,6 +107,10 @@ def index_unsearchable_messages(writer: Writer, config: StoreConfig) -> None:
         conn.execute(sql.CLEAR_UNINDEXED)
 
 
+def _first(row: Sequence[Any]) -> Any:
+    return row[0]
+
+
 # -- reading rows back --------------------------------------------------------------------------
 
 
@@ -310,6 +314,7 @@ class SQLiteHistoryStore:
             ).fetchall()
         if not any(row[0] == seq for row in rows):
             return []
+        rows.sort(key=_first)  # at most before + 1 + after rows, newest-first in part
         return messages_from_rows(rows, session_id)
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:

@@ -244,7 +244,8 @@ POPPED = "UPDATE sessions SET holes = holes + 1, updated_at = ?2 WHERE pk = ?1"
 
 # around(): the message at ?2 and up to ?3 - 1 messages before it, then up to ?4 after
 # it, archived included; two range scans of UNIQUE(session, seq), one statement (one
-# snapshot). The store returns [] unless the row at ?2 is among them.
+# snapshot), no sorter in SQL: the store orders the few rows by seq, and returns []
+# unless the row at ?2 is among them.
 AROUND = f"""
 SELECT * FROM (
     SELECT {MESSAGE_COLUMNS} FROM messages AS m
@@ -253,7 +254,6 @@ UNION ALL
 SELECT * FROM (
     SELECT {MESSAGE_COLUMNS} FROM messages AS m
     WHERE m.session = {_SESSION_PK} AND m.seq > ?2 ORDER BY m.seq LIMIT ?4)
-ORDER BY 1
 """
 
 # An import may bring messages with holes (an export of a session that popped): the

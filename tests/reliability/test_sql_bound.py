@@ -339,6 +339,9 @@ def _drive(db: sqlmem.MemoryDB, s: str, t: str) -> None:
         lambda: h.search(t, session_id=session),
         lambda: h.search(s),
         lambda: h.compact(session, 1, summary=s),
+        lambda: h.around(session, 1, before=2, after=2),
+        lambda: h.pop(session),
+        lambda: h.get_recent(session, 2, pair_safe=False),
         lambda: f.index(
             Fact(
                 id=s[:500],
