@@ -1,4 +1,5 @@
-"""W3 (fact search), W3b (search with a filter), W3c (indexing facts).
+"""W3 (fact search), W3b (search with a filter), W3m (with a metadata operator), W3c
+(indexing facts).
 
 Both sides index the same generated facts (same ids, same order, same tokenizer), so
 their BM25 scores are identical and the raw OR query is the exact reference for mode
@@ -14,15 +15,22 @@ from typing import Any
 import apsw
 
 import sqlmem
+from sqlmem.rules.encoding import dumps_json
 
 from .any_mode import AndThenOr, PrunedOr, RescoreAny, SplitAny, agreement
 from .context import Context
 from .data import FactRow
 from .harness import Row, cost_ratio_rate, latency_interleaved, median, throughput_rounds
 from .history_workloads import latency_rows
-from .raw import RawFacts
+from .raw import RawFacts, RawMetaFacts
 
-__all__ = ["w3_fact_search", "w3b_filtered_search", "w3c_index_facts", "w3p_any_prototypes"]
+__all__ = [
+    "w3_fact_search",
+    "w3b_filtered_search",
+    "w3c_index_facts",
+    "w3m_metadata_search",
+    "w3p_any_prototypes",
+]
 
 TAG, CATEGORY = "tag07", "area/topic07"
 
@@ -176,6 +184,64 @@ def w3b_filtered_search(ctx: Context) -> list[Row]:
                       "sqlmem_tag", "p50 <= 2x raw, same filter", 2.0),
         *latency_rows("W3b search + category filter (2%), mode all", samples, "raw_category",
                       "sqlmem_category", "p50 <= 2x raw, same filter", 2.0),
+    ]  # fmt: skip
+
+
+def _metadata(i: int) -> dict[str, Any]:
+    """W3m's metadata: priority 0-9 (half pass `$gte 5`), lang en/fr/de (two thirds pass
+    `$in ["en", "de"]`), and a few more keys, as agents store them."""
+    return {
+        "priority": i % 10,
+        "lang": ("en", "fr", "de")[i % 3],
+        "session": f"telegram:{i % 97}:",
+        "turn": i,
+    }
+
+
+def w3m_metadata_search(ctx: Context) -> list[Row]:
+    """W3b's searches with a metadata operator added, against raw SQL doing the same
+    filter with JSON paths (own databases: W3/W3b's facts carry no metadata)."""
+    s = ctx.sizes
+    facts = ctx.corpus.facts(s.w3_facts, seed=31)
+    raw = RawMetaFacts(ctx.folder("w3m-raw") / "raw.db")
+    db = sqlmem.open(ctx.folder("w3m-sqlmem") / "memory.db")
+    ctx.log(f"building the metadata fact databases ({s.w3_facts:,} facts) ...")
+    for start in range(0, len(facts), 1_000):
+        chunk = range(start, min(start + 1_000, len(facts)))
+        now = _now()
+        raw.index_many([(*_raw_row(facts[i], now), dumps_json(_metadata(i))) for i in chunk])
+        db.facts.index_many(
+            [_fact(facts[i]).model_copy(update={"metadata": _metadata(i)}) for i in chunk]
+        )
+    raw.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.checkpoint()
+    ctx.settle()
+    queries = [q for q, _ in ctx.corpus.queries(s.w3b_queries, seed=42)]
+    search = db.facts.search
+    langs = ["en", "de"]
+    langs_json = json.dumps(langs)
+    try:
+        samples = latency_interleaved(
+            {
+                "raw_tag": lambda q: raw.search_tag_priority(q, TAG, 5),
+                "raw_category": lambda q: raw.search_category_lang(q, CATEGORY, langs_json),
+                "sqlmem_tag": lambda q: search(
+                    q, 10, mode="all", tags=[TAG], metadata={"priority": {"$gte": 5}}
+                ),
+                "sqlmem_category": lambda q: search(
+                    q, 10, mode="all", category=CATEGORY, metadata={"lang": {"$in": langs}}
+                ),
+            },
+            queries,
+        )
+    finally:
+        db.close()
+        raw.close()
+    return [
+        *latency_rows("W3m search + tag (2%) + metadata $gte, mode all", samples, "raw_tag",
+                      "sqlmem_tag", "p50 <= 2x raw, same filter", 2.0),
+        *latency_rows("W3m search + category (2%) + metadata $in, mode all", samples,
+                      "raw_category", "sqlmem_category", "p50 <= 2x raw, same filter", 2.0),
     ]  # fmt: skip
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "TOKENIZER",
     "RawFacts",
     "RawHistory",
+    "RawMetaFacts",
     "connect",
     "match_expr",
 ]
@@ -280,3 +281,63 @@ class RawFacts:
 
     def close(self) -> None:
         self.conn.close()
+
+
+# -- facts with metadata (W3m) ------------------------------------------------------------
+
+# The same filters as W3m's operator expressions, as an expert writes them by hand: a JSON
+# path per key, with the type test the operators imply (numbers with numbers, text with
+# text), joined after the FTS match like SEARCH_TAG / SEARCH_CATEGORY.
+SEARCH_TAG_PRIORITY = f"""
+SELECT {_COLUMNS}, f.metadata, fts.rank
+FROM facts_fts fts
+CROSS JOIN fact_tags t ON t.tag = ? AND t.fact_pk = fts.rowid
+CROSS JOIN facts f ON f.pk = fts.rowid
+WHERE facts_fts MATCH ?
+  AND json_type(f.metadata, '$.priority') IN ('integer', 'real')
+  AND json_extract(f.metadata, '$.priority') >= ?
+ORDER BY fts.rank LIMIT ?
+"""
+
+SEARCH_CATEGORY_LANG = f"""
+SELECT {_COLUMNS}, f.metadata, fts.rank
+FROM facts_fts fts CROSS JOIN facts f ON f.pk = fts.rowid
+WHERE facts_fts MATCH ? AND f.category = ?
+  AND json_type(f.metadata, '$.lang') = 'text'
+  AND json_extract(f.metadata, '$.lang') IN (SELECT value FROM json_each(?))
+ORDER BY fts.rank LIMIT ?
+"""
+
+
+class RawMetaFacts(RawFacts):
+    """RawFacts plus a JSON metadata column; rows end with the metadata text."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.conn.execute("ALTER TABLE facts ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
+
+    def index_many(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """rows: (id, content, category, tags_json, created_at, updated_at, metadata)."""
+        head = "INSERT INTO facts(id, content, category, tags, created_at, updated_at, metadata)"
+        sql = head + " VALUES " + ",".join(["(?,?,?,?,?,?,?)"] * len(rows))
+        values: list[Any] = []
+        for row in rows:
+            values += row
+        with self.conn:
+            self.conn.execute(sql, values)
+
+    def search_tag_priority(self, query: str, tag: str, least: int, top_k: int = 10) -> list[Any]:
+        expr = match_expr(query, "AND")
+        if expr is None:
+            return []
+        return self.conn.execute(SEARCH_TAG_PRIORITY, (tag, expr, least, top_k)).fetchall()
+
+    def search_category_lang(
+        self, query: str, category: str, langs_json: str, top_k: int = 10
+    ) -> list[Any]:
+        expr = match_expr(query, "AND")
+        if expr is None:
+            return []
+        return self.conn.execute(
+            SEARCH_CATEGORY_LANG, (expr, category, langs_json, top_k)
+        ).fetchall()

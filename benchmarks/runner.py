@@ -21,6 +21,7 @@ from .fact_workloads import (
     w3_fact_search,
     w3b_filtered_search,
     w3c_index_facts,
+    w3m_metadata_search,
     w3p_any_prototypes,
 )
 from .harness import Row
@@ -37,6 +38,7 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "W3": w3_fact_search,
     "W3p": w3p_any_prototypes,
     "W3b": w3b_filtered_search,
+    "W3m": w3m_metadata_search,
     "W3c": w3c_index_facts,
     "W4": w4_open_agents,
     "W5": w5_history_search,

@@ -35,7 +35,13 @@ class HistoryStore(Protocol):
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]: ...
 
-    def get_recent(self, session_id: str, n: int) -> list[Message]: ...
+    def get_recent(self, session_id: str, n: int, *, pair_safe: bool = True) -> list[Message]: ...
+
+    def pop(self, session_id: str) -> Message | None: ...
+
+    def around(
+        self, session_id: str, seq: int, *, before: int = 0, after: int = 1
+    ) -> list[Message]: ...
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]: ...
 
@@ -101,6 +107,7 @@ class FactStore(Protocol):
         source: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         limit: int = 20,
         offset: int = 0,
         layer: str | Sequence[str] | None = None,

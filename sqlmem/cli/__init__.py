@@ -28,6 +28,7 @@ def _handlers() -> dict[str, Handler]:
     from .commands import run_check, run_history, run_info, run_migrate, run_search
     from .demo import run_demo
     from .docs import run_docs
+    from .sessions import run_sessions
     from .transfer import run_export, run_import
 
     return {
@@ -37,6 +38,7 @@ def _handlers() -> dict[str, Handler]:
         "migrate": run_migrate,
         "search": run_search,
         "history": run_history,
+        "sessions": run_sessions,
         "export": run_export,
         "import": run_import,
         "docs": run_docs,
@@ -79,8 +81,8 @@ def _run(argv: list[str]) -> int:
         return 0
     if args.command is None:
         raise UsageError(
-            "a command is required: demo, info, check, migrate, search, history, export, "
-            "import or docs",
+            "a command is required: demo, info, check, migrate, search, history, sessions, "
+            "export, import or docs",
             "sqlmem",
         )
     return _handlers()[args.command](args, Output(args.json))

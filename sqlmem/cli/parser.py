@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the sqlmem version")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     # The order here is the order `sqlmem --help` lists the commands in.
-    for add in (_demo, _info, _check, _migrate, _search, _history, _export, _import):
+    for add in (_demo, _info, _check, _migrate, _search, _history, _sessions, _export, _import):
         add(commands)
     from .docs_parser import add_docs  # the docs command's grammar, in its own module
 
@@ -213,6 +213,17 @@ def _history(commands: _Commands) -> None:
     how_many.add_argument(
         "--all", action="store_true", help="every message, archived ones included"
     )
+
+
+def _sessions(commands: _Commands) -> None:
+    sessions = _command(
+        commands,
+        "sessions",
+        "list the sessions with their active and archived message counts and last activity",
+        "sqlmem sessions memory.db",
+        "sqlmem sessions memory.db --json",
+    )
+    _existing(sessions)
 
 
 def _export(commands: _Commands) -> None:

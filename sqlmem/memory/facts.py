@@ -38,6 +38,7 @@ from ..rules.filters import (
     is_fact_id,
     make_filters,
     merge_batch,
+    metadata_equal_filter,
     prepare_fact,
 )
 from ..rules.items import (
@@ -367,9 +368,7 @@ class InMemoryFactStore:
         return [docs[i].fact(score) for i, score in ranked[:limit]]
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
-        if not isinstance(key, str):
-            raise InvalidArgumentError("search_by_metadata: key must be a string")
-        filters = make_filters(metadata={key: value})
+        filters = metadata_equal_filter(key, value)
         with self._lock:
             now = now_ms()
             found = [d for d in self._docs.values() if d.accepted_by(filters, NO_ITEM_FILTERS, now)]
@@ -397,13 +396,14 @@ class InMemoryFactStore:
         source: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         limit: int = 20,
         offset: int = 0,
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
     ) -> list[Fact]:
-        filters = make_filters(tags, category, source, since, until)
+        filters = make_filters(tags, category, source, since, until, metadata)
         items = make_item_filters(layer, kind, min_confidence)
         limit, offset = check_page(limit, offset)
         if limit <= 0:

@@ -2,7 +2,10 @@
 
 Same protocol, same semantics, same errors as `SQLiteHistoryStore`; the contract suite and
 the stateful agreement test hold both to that. Sessions live in a dict of `_Session`
-objects: a list of messages whose index is `seq - 1`, an archive boundary and a summary.
+objects: the messages in seq order, the last seq handed out, an archive boundary (the seq
+of the last archived message) and a summary. Seqs are gap-free until `pop` removes the
+newest active message: its seq is never handed out again, so the list may skip seqs and
+positions are found by bisection on seq.
 
 Search reproduces FTS5: documents and query words are tokenized by the same SQLite
 tokenizer (through `sqlmem.search.query`), a query word matches where its tokens occur as a
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -23,6 +27,7 @@ from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..records import Message, ToolCall
 from ..rules.checks import (
+    check_around,
     check_count,
     check_history_search,
     check_message,
@@ -32,7 +37,7 @@ from ..rules.checks import (
     encode_tool_calls,
 )
 from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
-from ..rules.window import archive_boundary, drop_leading_tool_results, last_non_tool
+from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 
@@ -48,12 +53,28 @@ class _Stored:
     def role(self) -> str:  # what the pair-safety rules (rules.window) look at
         return self.message.role
 
+    @property
+    def seq(self) -> int:
+        return self.message.seq or 0
+
 
 @dataclass
 class _Session:
-    messages: list[_Stored] = field(default_factory=list)  # index = seq - 1
-    archived: int = 0
+    messages: list[_Stored] = field(default_factory=list)  # in seq order, maybe with holes
+    last: int = 0  # the last seq handed out (popped ones included: never reused)
+    archived: int = 0  # messages with seq <= archived are archived
     summary: str = ""
+
+    def first_active(self) -> int:
+        """The list position of the oldest active message."""
+        return bisect_right(self.messages, self.archived, key=_seq_of)
+
+    def active_count(self) -> int:
+        return len(self.messages) - self.first_active()
+
+
+def _seq_of(stored: _Stored) -> int:
+    return stored.seq
 
 
 class InMemoryHistoryStore:
@@ -109,14 +130,13 @@ class InMemoryHistoryStore:
             session = self._sessions.setdefault(session_id, _Session())
             seqs = []
             for item in items:
-                seq = len(session.messages) + 1
-                item.seq, item.session_id = seq, session_id
+                session.last += 1
+                item.seq, item.session_id = session.last, session_id
                 session.messages.append(_Stored(item))
-                seqs.append(seq)
+                seqs.append(session.last)
             limit = self._config.max_history_len
-            last = len(session.messages)
-            if limit is not None and last - session.archived > limit:
-                _archive(session, last - limit)
+            if limit is not None and session.active_count() > limit:
+                _archive(session, limit)
             return seqs
 
     def set_summary(self, session_id: str, text: str) -> None:
@@ -140,7 +160,15 @@ class InMemoryHistoryStore:
                 return 0
             if summary is not None:
                 session.summary = summary
-            return _archive(session, len(session.messages) - keep_last)
+            return _archive(session, keep_last)
+
+    def pop(self, session_id: str) -> Message | None:
+        check_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None or not session.active_count():
+                return None
+            return _copy(session.messages.pop().message)  # session.last stays: no reuse
 
     def purge(self, session_id: str) -> None:
         check_session_id(session_id)
@@ -149,7 +177,7 @@ class InMemoryHistoryStore:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get_recent(self, session_id: str, n: int) -> list[Message]:
+    def get_recent(self, session_id: str, n: int, *, pair_safe: bool = True) -> list[Message]:
         check_session_id(session_id)
         n = check_count(n, "n")
         if n <= 0:
@@ -158,9 +186,26 @@ class InMemoryHistoryStore:
             session = self._sessions.get(session_id)
             if session is None:
                 return []
-            start = max(session.archived, len(session.messages) - n)
-            window = drop_leading_tool_results(session.messages[start:])
+            start = max(session.first_active(), len(session.messages) - n)
+            window = session.messages[start:]
+            if pair_safe:
+                window = drop_leading_tool_results(window)
             return [_copy(s.message) for s in window]
+
+    def around(
+        self, session_id: str, seq: int, *, before: int = 0, after: int = 1
+    ) -> list[Message]:
+        check_session_id(session_id)
+        seq, before, after = check_around(seq, before, after)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return []
+            stored = session.messages
+            at = bisect_left(stored, seq, key=_seq_of)
+            if at == len(stored) or stored[at].seq != seq:
+                return []
+            return [_copy(s.message) for s in stored[max(0, at - before) : at + after + 1]]
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
         check_session_id(session_id)
@@ -168,14 +213,14 @@ class InMemoryHistoryStore:
             session = self._sessions.get(session_id)
             if session is None:
                 return []
-            start = 0 if include_archived else session.archived
+            start = 0 if include_archived else session.first_active()
             return [_copy(s.message) for s in session.messages[start:]]
 
     def count(self, session_id: str) -> int:
         check_session_id(session_id)
         with self._lock:
             session = self._sessions.get(session_id)
-            return 0 if session is None else len(session.messages) - session.archived
+            return 0 if session is None else session.active_count()
 
     def get_summary(self, session_id: str) -> str:
         check_session_id(session_id)
@@ -253,11 +298,25 @@ def _copy(message: Message, score: float | None = None) -> Message:
     return message.model_copy(update={"score": score}, deep=True)
 
 
-def _archive(session: _Session, boundary: int) -> int:
-    """Move the archive boundary towards `boundary`, pair-safe (`rules.window`)."""
+def _archive(session: _Session, keep: int) -> int:
+    """Archive all active messages but the newest `keep`, pair-safe (`rules.window`); the
+    boundary is the seq before the oldest kept message (holes make seqs skip)."""
     archived, stored = session.archived, session.messages
-    new = archive_boundary(
-        archived, len(stored), boundary, lambda seq: last_non_tool(stored, archived, seq)
-    )
+    first = session.first_active()
+    if keep <= 0:
+        wanted = session.last
+    elif len(stored) - first > keep:
+        wanted = stored[len(stored) - keep].seq - 1
+    else:
+        wanted = archived  # nothing to archive
+
+    def call_at_or_before(seq: int) -> int | None:
+        """The newest non-tool message in (archived, seq], as the SQLite store's query."""
+        for s in reversed(stored[first : bisect_right(stored, seq, key=_seq_of)]):
+            if s.role != "tool":
+                return s.seq
+        return None
+
+    new = archive_boundary(archived, session.last, wanted, call_at_or_before)
     session.archived = new
-    return new - archived
+    return bisect_right(stored, new, key=_seq_of) - first

@@ -9,6 +9,7 @@ inside with a TypeError.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,7 @@ from .filters import check_limit
 
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
+    "check_around",
     "check_count",
     "check_history_search",
     "check_message",
@@ -64,6 +66,23 @@ def check_text(value: Any, name: str) -> str:
 def check_count(value: Any, name: str) -> int:
     """The same rule as fact search limits: any integer type (numpy's too), never a bool."""
     return check_limit(value, name)
+
+
+def check_around(seq: Any, before: Any, after: Any) -> tuple[int, int, int]:
+    """`HistoryStore.around`'s numbers, checked alike by every backend: integers (never
+    bools), `before` and `after` >= 0. `seq` is returned as given (any integer: one that
+    no message has gives `[]`), the counts capped like every limit."""
+    if isinstance(seq, bool):
+        raise InvalidArgumentError("seq must be an integer, not bool")
+    try:
+        seq = operator.index(seq)
+    except TypeError:
+        raise InvalidArgumentError(f"seq must be an integer, not {type(seq).__name__}") from None
+    before, after = check_count(before, "before"), check_count(after, "after")
+    for name, value in (("before", before), ("after", after)):
+        if value < 0:
+            raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
+    return seq, before, after
 
 
 def check_message(message: Any, name: str = "message") -> Message:

@@ -14,15 +14,16 @@ Filter semantics (SPEC 6):
 - `metadata`: every key present with an equal value. Keys are literal (`"a.b"` is one
   key). Values compare as typed JSON: `true`, `1`, `1.0` and `"1"` are four different
   values; objects are equal when they hold the same keys with equal values (key order does
-  not matter), arrays when they hold equal values in the same order.
+  not matter), arrays when they hold equal values in the same order. 0.2: a value that is
+  a mapping of `$` operators is an operator expression (`sqlmem.rules.metadata`, where
+  the whole filter is compiled into conditions).
 """
 
 from __future__ import annotations
 
-import json
 import operator
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from json.encoder import encode_basestring as _json_string
 from typing import Any, NamedTuple
@@ -32,6 +33,7 @@ from ..records import Fact, check_category
 from ..search.query import segment
 from .encoding import dt_to_ms, dumps_json, encode_metadata_json
 from .items import item_values
+from .metadata import Condition, compile_metadata, conditions_json, json_equal
 
 __all__ = [
     "MAX_FACT_ID_LEN",
@@ -43,6 +45,7 @@ __all__ = [
     "json_equal",
     "make_filters",
     "merge_batch",
+    "metadata_equal_filter",
     "prepare_fact",
 ]
 
@@ -200,8 +203,9 @@ class Filters:
     source: str | None = None
     since_ms: int | None = None
     until_ms: int | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    metadata_json: str = ""
+    metadata: tuple[Condition, ...] = ()
+    metadata_json: str = ""  # the conditions as the SQL predicate reads them:
+    metadata_ops_json: str = ""  # equalities, then the other operators (rules.metadata)
 
     @property
     def empty(self) -> bool:
@@ -239,7 +243,7 @@ class Filters:
         if self.until_ms is not None:
             out["until"] = self.until_ms
         if self.metadata:
-            out["meta"] = self.metadata_json
+            out["meta"], out["mops"] = self.metadata_json, self.metadata_ops_json
         return out
 
     def accepts(
@@ -263,7 +267,7 @@ class Filters:
             return False
         if self.until_ms is not None and created_ms > self.until_ms:
             return False
-        return all(k in metadata and json_equal(metadata[k], v) for k, v in self.metadata.items())
+        return all(c.holds(metadata) for c in self.metadata)
 
 
 #: No filter at all; `make_filters` returns it when every argument is None (no work).
@@ -288,6 +292,14 @@ def make_filters(
         until_ms=_bound(until, "until", ceil=False),
         **_metadata(metadata),
     )
+
+
+def metadata_equal_filter(key: object, value: Any) -> Filters:
+    """`search_by_metadata(key, value)`: the literal key equal to the literal value. A
+    mapping of `$` keys is a value here, not an operator expression (SPEC 6)."""
+    if not isinstance(key, str):
+        raise InvalidArgumentError("search_by_metadata: key must be a string")
+    return Filters(**_metadata({key: value}, literal=True))
 
 
 def _tags(tags: object) -> tuple[str, ...]:
@@ -331,25 +343,14 @@ def _bound(value: object, what: str, *, ceil: bool) -> int | None:
     return ms
 
 
-def _metadata(metadata: object) -> dict[str, Any]:
+def _metadata(metadata: object, *, literal: bool = False) -> dict[str, Any]:
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping) or not all(isinstance(k, str) for k in metadata):
         raise InvalidArgumentError("metadata must be a mapping with string keys")
     if not metadata:
         return {}
-    text = encode_metadata_json(dict(metadata), "metadata")
-    _utf8(text, "metadata")
-    # Round-trip so the Python predicate sees exactly the JSON types SQLite will see.
-    return {"metadata": json.loads(text), "metadata_json": text}
-
-
-def json_equal(a: Any, b: Any) -> bool:
-    """Typed JSON equality of two decoded JSON values (see the module docstring)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list):
-        return len(a) == len(b) and all(map(json_equal, a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    return bool(a == b)
+    conditions = compile_metadata(metadata, literal=literal)
+    equal, others = conditions_json(conditions)
+    _utf8(equal + others, "metadata")
+    return {"metadata": conditions, "metadata_json": equal, "metadata_ops_json": others}

@@ -70,6 +70,7 @@ from ..rules.filters import (
     is_fact_id,
     make_filters,
     merge_batch,
+    metadata_equal_filter,
     prepare_fact,
 )
 from ..rules.items import (
@@ -329,9 +330,7 @@ class SQLiteFactStore:
         return facts_from_rows(rows, ranked=True)
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
-        if not isinstance(key, str):
-            raise InvalidArgumentError("search_by_metadata: key must be a string")
-        filters = make_filters(metadata={key: value})
+        filters = metadata_equal_filter(key, value)
         return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)
 
     def _list(
@@ -371,13 +370,14 @@ class SQLiteFactStore:
         source: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         limit: int = 20,
         offset: int = 0,
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
     ) -> list[Fact]:
-        filters = make_filters(tags, category, source, since, until)
+        filters = make_filters(tags, category, source, since, until, metadata)
         item_filters = make_item_filters(layer, kind, min_confidence)
         limit, offset = check_page(limit, offset)
         if limit <= 0:

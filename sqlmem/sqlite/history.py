@@ -38,6 +38,7 @@ from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..records import Message
 from ..rules.checks import (
+    check_around,
     check_count,
     check_history_search,
     check_message,
@@ -48,11 +49,12 @@ from ..rules.checks import (
 )
 from ..rules.encoding import dt_to_ms, now_ms
 from ..rules.rows import messages_from_rows
-from ..rules.window import archive_boundary, drop_leading_tool_results
+from ..rules.window import drop_leading_tool_results
 from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
 from . import history_sql as sql
 from .engine import Engine
 from .fts_any import AnyShortcut, capped_terms
+from .history_archive import archive
 from .purge import purge_session
 from .writer import Writer
 
@@ -103,6 +105,10 @@ def index_unsearchable_messages(writer: Writer, config: StoreConfig) -> None:
     with writer.transaction() as conn:
         conn.execute(sql.INDEX_UNSEARCHABLE)
         conn.execute(sql.CLEAR_UNINDEXED)
+
+
+def _first(row: Sequence[Any]) -> Any:
+    return row[0]
 
 
 # -- reading rows back --------------------------------------------------------------------------
@@ -192,7 +198,7 @@ class SQLiteHistoryStore:
                     ).fetchall()[0]
                 except apsw.ConstraintError as exc:  # the counter would pass MAX_SEQ
                     raise _exhausted(session_id, count) from exc
-                pk, last, archived = reserved
+                pk, last, archived, holes = reserved
                 first = last - count + 1
                 if count == 1:
                     conn.execute(
@@ -202,8 +208,8 @@ class SQLiteHistoryStore:
                 else:
                     _insert_chunks(conn, pk, first, rows, plain)
                 limit = self._config.max_history_len
-                if limit is not None and last - archived > limit:
-                    _archive(conn, pk, archived, last, last - limit, None)
+                if limit is not None and last - archived - holes > limit:
+                    archive(conn, (pk, last, archived, holes), limit, None)
         except UnicodeEncodeError:
             raise InvalidArgumentError(
                 "message contains a lone surrogate, which UTF-8 cannot store; nothing was stored"
@@ -238,8 +244,29 @@ class SQLiteHistoryStore:
                 if summary is not None:
                     conn.execute(sql.SET_SUMMARY, (session_id, summary, now_ms()))
                 return 0
-            pk, last, archived = (int(v) for v in state[0])
-            return _archive(conn, pk, archived, last, last - keep_last, summary)
+            pk, last, archived, holes = (int(v) for v in state[0])
+            return archive(conn, (pk, last, archived, holes), keep_last, summary)
+
+    def pop(self, session_id: str) -> Message | None:
+        """Remove and return the newest active message (None when there is none), its
+        search index entry with it, in one transaction. Its seq is never used again: the
+        session's counter stays, so the next append gets the next number (also after a
+        reopen), and the hole it leaves is counted (`sessions.holes`) so `count` stays
+        one row read.
+        """
+        check_session_id(session_id)
+        with self._engine.write() as conn:
+            state: Sequence[Sequence[Any]] = conn.execute(
+                sql.SELECT_SESSION, (session_id,)
+            ).fetchall()
+            if not state:
+                return None
+            pk, archived = state[0][0], state[0][2]
+            rows = conn.execute(sql.POP, (pk, archived)).fetchall()
+            if not rows:
+                return None
+            conn.execute(sql.POPPED, (pk, now_ms()))
+        return messages_from_rows(rows, session_id)[0]
 
     def purge(self, session_id: str) -> None:
         """Remove the session: messages (archived too), summary and their index entries.
@@ -258,9 +285,9 @@ class SQLiteHistoryStore:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get_recent(self, session_id: str, n: int) -> list[Message]:
-        """The last `n` active messages, oldest first, never starting with an orphaned
-        tool result."""
+    def get_recent(self, session_id: str, n: int, *, pair_safe: bool = True) -> list[Message]:
+        """The last `n` active messages, oldest first; pair-safe (the default), never
+        starting with a tool result whose call lies outside the window."""
         check_session_id(session_id)
         n = check_count(n, "n")
         if n <= 0:
@@ -268,7 +295,27 @@ class SQLiteHistoryStore:
         with self._engine.read() as conn:
             rows = conn.execute(sql.SELECT_RECENT, (session_id, min(n, _MAX_LIMIT))).fetchall()
         rows.reverse()
-        return drop_leading_tool_results(messages_from_rows(rows, session_id))
+        found = messages_from_rows(rows, session_id)
+        return drop_leading_tool_results(found) if pair_safe else found
+
+    def around(
+        self, session_id: str, seq: int, *, before: int = 0, after: int = 1
+    ) -> list[Message]:
+        """The message at `seq` with up to `before` messages before it and `after` after
+        it, archived ones included, oldest first; `[]` when the session or that seq (a
+        popped one too) does not exist. One statement, so one snapshot."""
+        check_session_id(session_id)
+        seq, before, after = check_around(seq, before, after)
+        if not 0 < seq <= MAX_SEQ:
+            return []
+        with self._engine.read() as conn:
+            rows = conn.execute(
+                sql.AROUND, (session_id, seq, min(before + 1, _MAX_LIMIT), min(after, _MAX_LIMIT))
+            ).fetchall()
+        if not any(row[0] == seq for row in rows):
+            return []
+        rows.sort(key=_first)  # at most before + 1 + after rows, newest-first in part
+        return messages_from_rows(rows, session_id)
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
         """Active messages oldest first; with `include_archived`, every stored message."""
@@ -362,25 +409,3 @@ def _insert_chunks(
             values.extend(rows[offset])
         conn.execute(sql.insert_messages_sql(size, plain), values)
         done += size
-
-
-def _archive(
-    conn: apsw.Connection,
-    pk: int,
-    archived: int,
-    last: int,
-    boundary: int,
-    summary: str | None,
-) -> int:
-    """Move the session's boundary towards `boundary`, pair-safe (`rules.window`), and
-    store `summary` if given. Returns how many messages were archived.
-    """
-
-    def call_at_or_before(seq: int) -> int | None:
-        kept = conn.execute(sql.FIRST_NON_TOOL_AT_OR_BEFORE, (pk, archived, seq)).get
-        return None if kept is None else int(kept)
-
-    new = archive_boundary(archived, last, boundary, call_at_or_before)
-    if new != archived or summary is not None:
-        conn.execute(sql.ARCHIVE, (pk, new, summary, now_ms()))
-    return new - archived

@@ -27,8 +27,10 @@ __all__ = [
     "ANY",
     "ANY_UNINDEXED",
     "ARCHIVE",
+    "AROUND",
     "CLEAR_UNINDEXED",
     "COUNT",
+    "COUNT_RANGE",
     "DELETE_CHUNK",
     "DETACHED_SESSION",
     "DETACH_SESSION",
@@ -44,7 +46,11 @@ __all__ = [
     "INSERT_ONE_FULL",
     "INSERT_ONE_PLAIN",
     "MESSAGE_COLUMNS",
+    "OLDEST_KEPT",
+    "POP",
+    "POPPED",
     "PURGE",
+    "RECOUNT_HOLES",
     "RESERVE_SEQS",
     "RESERVE_SEQS_UNINDEXED",
     "SEARCH_ALL",
@@ -56,6 +62,7 @@ __all__ = [
     "SELECT_SESSION",
     "SELECT_SUMMARY",
     "SESSIONS",
+    "SESSION_STATS",
     "SET_SUMMARY",
     "chunk_sizes",
     "insert_messages_sql",
@@ -84,7 +91,7 @@ ON CONFLICT(session_id) DO UPDATE
     SET last_seq = CASE WHEN last_seq <= {MAX_SEQ} - excluded.last_seq
                     THEN last_seq + excluded.last_seq END,
         updated_at = excluded.updated_at
-RETURNING pk, last_seq, archived_seq
+RETURNING pk, last_seq, archived_seq, holes
 """
 
 # The same with history_search off: the messages go in unindexed, and the session is
@@ -98,7 +105,7 @@ ON CONFLICT(session_id) DO UPDATE
                     THEN last_seq + excluded.last_seq END,
         updated_at = excluded.updated_at,
         unindexed = 1
-RETURNING pk, last_seq, archived_seq
+RETURNING pk, last_seq, archived_seq, holes
 """
 
 #: The columns an INSERT binds after (session, seq): every field of a message, or for a
@@ -149,7 +156,7 @@ def chunk_sizes(total: int) -> list[int]:
 INSERT_ONE_PLAIN = insert_messages_sql(1, plain=True)
 INSERT_ONE_FULL = insert_messages_sql(1, plain=False)
 
-SELECT_SESSION = "SELECT pk, last_seq, archived_seq FROM sessions WHERE session_id = ?"
+SELECT_SESSION = "SELECT pk, last_seq, archived_seq, holes FROM sessions WHERE session_id = ?"
 
 # The session's pk and archive boundary come from scalar subqueries, evaluated once;
 # then a descending range scan of UNIQUE(session, seq) stops after n rows (no sort, no
@@ -183,7 +190,8 @@ WHERE m.session = {_SESSION_PK}
 ORDER BY m.seq
 """
 
-COUNT = "SELECT last_seq - archived_seq FROM sessions WHERE session_id = ?"
+# Popped seqs leave holes (migrations/0003_history_pop.sql): still one row read.
+COUNT = "SELECT last_seq - archived_seq - holes FROM sessions WHERE session_id = ?"
 
 SELECT_SUMMARY = "SELECT summary FROM sessions WHERE session_id = ?"
 
@@ -203,13 +211,58 @@ ORDER BY seq DESC
 LIMIT 1
 """
 
-# Moves the boundary (never backwards) and, for compact(), stores the summary with it.
+# Moves the boundary (never backwards) and, for compact(), stores the summary with it;
+# ?5 holes (popped seqs) fell behind the boundary and no longer count.
 ARCHIVE = """
 UPDATE sessions
 SET archived_seq = max(archived_seq, ?2),
     summary = coalesce(?3, summary),
-    updated_at = ?4
+    updated_at = ?4,
+    holes = holes - ?5
 WHERE pk = ?1
+"""
+
+# -- after a pop (0.2): seqs may have holes, so ranges are counted, not subtracted ----------
+
+# The oldest message a compaction keeps: the ?3-th newest active one (OFFSET ?3 - 1).
+OLDEST_KEPT = """
+SELECT seq FROM messages WHERE session = ?1 AND seq > ?2 ORDER BY seq DESC LIMIT 1 OFFSET ?3
+"""
+
+# Messages in (?2, ?3]: how many a boundary move archives when the session has holes.
+COUNT_RANGE = "SELECT count(*) FROM messages WHERE session = ?1 AND seq > ?2 AND seq <= ?3"
+
+# pop(): the newest active message goes (its FTS entry with it, by the delete trigger),
+# returned in MESSAGE_COLUMNS' order; then its seq is counted as a hole. last_seq stays,
+# so the next append takes the next number: a seq is never used twice.
+POP = """
+DELETE FROM messages
+WHERE pk = (SELECT pk FROM messages WHERE session = ?1 AND seq > ?2 ORDER BY seq DESC LIMIT 1)
+RETURNING seq, role, content, name, tool_call_id, tool_calls, is_error, metadata, created_at
+"""
+POPPED = "UPDATE sessions SET holes = holes + 1, updated_at = ?2 WHERE pk = ?1"
+
+# around(): the message at ?2 and up to ?3 - 1 messages before it, then up to ?4 after
+# it, archived included; two range scans of UNIQUE(session, seq), one statement (one
+# snapshot), no sorter in SQL: the store orders the few rows by seq, and returns []
+# unless the row at ?2 is among them.
+AROUND = f"""
+SELECT * FROM (
+    SELECT {MESSAGE_COLUMNS} FROM messages AS m
+    WHERE m.session = {_SESSION_PK} AND m.seq <= ?2 ORDER BY m.seq DESC LIMIT ?3)
+UNION ALL
+SELECT * FROM (
+    SELECT {MESSAGE_COLUMNS} FROM messages AS m
+    WHERE m.session = {_SESSION_PK} AND m.seq > ?2 ORDER BY m.seq LIMIT ?4)
+"""
+
+# An import may bring messages with holes (an export of a session that popped): the
+# sessions it touched (?1, a JSON array of pks) count theirs again.
+RECOUNT_HOLES = """
+UPDATE sessions
+SET holes = last_seq - archived_seq
+    - (SELECT count(*) FROM messages WHERE session = sessions.pk AND seq > sessions.archived_seq)
+WHERE pk IN (SELECT value FROM json_each(?1))
 """
 
 # -- purge (issue 23 item 8: one transaction for 500,000 messages held the writer ~20 s) --
@@ -229,7 +282,7 @@ PURGE = "DELETE FROM sessions WHERE pk = ?"
 DETACH_SESSION = """
 UPDATE sessions
 SET session_id = CAST(pk AS BLOB), unindexed = 0, summary = '', last_seq = 0,
-    archived_seq = 0, updated_at = ?2
+    archived_seq = 0, holes = 0, updated_at = ?2
 WHERE pk = ?1
 """
 
@@ -247,7 +300,20 @@ DROP_DETACHED = """
 DELETE FROM sessions WHERE pk = ?1 AND NOT EXISTS (SELECT 1 FROM messages WHERE session = ?1)
 """
 
-SESSIONS = "SELECT session_id FROM sessions WHERE last_seq > 0 OR summary != '' ORDER BY session_id"
+# A session listed has messages or a summary. Active messages show in the row itself; a
+# session whose every seq is a hole or archived is probed for a message (pops, 0.2).
+_LISTED = """(summary != '' OR (last_seq > 0 AND (last_seq - archived_seq > holes
+    OR EXISTS (SELECT 1 FROM messages WHERE session = sessions.pk))))"""
+SESSIONS = f"SELECT session_id FROM sessions WHERE {_LISTED} ORDER BY session_id"
+
+# `sqlmem sessions`: per listed session its active and archived counts and the
+# created_at of its newest message (NULL when it has only a summary).
+SESSION_STATS = f"""
+SELECT session_id, last_seq - archived_seq - holes,
+    (SELECT count(*) FROM messages WHERE session = sessions.pk AND seq <= sessions.archived_seq),
+    (SELECT created_at FROM messages WHERE session = sessions.pk ORDER BY seq DESC LIMIT 1)
+FROM sessions WHERE {_LISTED} ORDER BY session_id
+"""
 
 #: Search mode "any" on large histories (sqlmem.sqlite.fts_any): the ranked subquery yields
 #: (pk, score); rows come back in SEARCH_ALL's shape.

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import Fact
 from ..rules.checks import encode_metadata, encode_tool_calls
-from ..rules.encoding import dt_to_ms, now_ms
+from ..rules.encoding import dt_to_ms, dumps_json, now_ms
 from ..rules.export_format import (
     DocumentRow,
     ExportStream,
@@ -54,7 +54,7 @@ from ..rules.filters import prepare_fact
 from ..search.query import segment
 from .docs_transfer import import_document, import_revision
 from .facts_sql import IMPORT_STORED_FACT
-from .history_sql import IMPORT_MESSAGE, IMPORT_SESSION, SELECT_SUMMARY
+from .history_sql import IMPORT_MESSAGE, IMPORT_SESSION, RECOUNT_HOLES, SELECT_SUMMARY
 
 if TYPE_CHECKING:
     import apsw
@@ -115,12 +115,13 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
     now = now_ms()
     winners: dict[str, Fact] = {}  # keeps the first position of an id (its pk order)
     seen = 0
+    sessions: set[int] = set()  # touched: their popped seqs (holes) are counted again
     with db.engine.write() as conn:
         for row in rows:
             if isinstance(row, MessageRow):
-                _write_message(conn, row, searchable, now, counts)
+                sessions.add(_write_message(conn, row, searchable, now, counts))
             elif isinstance(row, SummaryRow):
-                _write_summary(conn, row, now, counts)
+                sessions.add(_write_summary(conn, row, now, counts))
             elif isinstance(row, DocumentRow):
                 import_document(conn, row, db.config.doc_revisions, counts)
             elif isinstance(row, RevisionRow):
@@ -130,6 +131,8 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
                 best = winners.get(row.id)
                 if best is None or newer_record(row, best):
                     winners[row.id] = row
+        if sessions:
+            conn.execute(RECOUNT_HOLES, (dumps_json(sorted(sessions)),))
         facts = [f for f in winners.values() if _beats_stored(conn, f, undated)]
         if facts:
             db.facts.restore_many(facts)  # nested: a savepoint of this transaction
@@ -144,8 +147,9 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
 
 def _write_message(
     conn: apsw.Connection, row: MessageRow, searchable: int, now: int, counts: ImportCounts
-) -> None:
-    session = conn.execute(
+) -> int:
+    """Upsert the message's session, insert the message; returns the session's pk."""
+    session: Any = conn.execute(
         IMPORT_SESSION,
         {
             "session_id": row.session_id,
@@ -182,11 +186,13 @@ def _write_message(
         counts.messages += 1
     else:
         counts.messages_skipped += 1
+    return int(session)
 
 
-def _write_summary(conn: apsw.Connection, row: SummaryRow, now: int, counts: ImportCounts) -> None:
+def _write_summary(conn: apsw.Connection, row: SummaryRow, now: int, counts: ImportCounts) -> int:
+    """Upsert the session's summary and boundary; returns the session's pk."""
     before = conn.execute(SELECT_SUMMARY, (row.session_id,)).fetchall()
-    after = conn.execute(
+    stored: Any = conn.execute(
         IMPORT_SESSION,
         {
             "session_id": row.session_id,
@@ -197,9 +203,11 @@ def _write_summary(conn: apsw.Connection, row: SummaryRow, now: int, counts: Imp
             "archived_seq": row.archived_seq,
             "now": now,
         },
-    ).fetchall()[0][1]
+    ).fetchall()[0]
+    pk, after = stored
     if row.summary and (not before or before[0][0] != after):
         counts.summaries += 1
+    return int(pk)
 
 
 def _beats_stored(conn: apsw.Connection, fact: Fact, undated: set[str]) -> bool:

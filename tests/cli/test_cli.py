@@ -21,7 +21,9 @@ from sqlmem.cli.output import Progress
 from sqlmem.sqlite.migrations import latest_version
 
 REPO = Path(__file__).resolve().parents[2]
-COMMANDS = ["demo", "info", "check", "migrate", "search", "history", "export", "import"]
+COMMANDS = [
+    "demo", "info", "check", "migrate", "search", "history", "sessions", "export", "import",
+]  # fmt: skip
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -29,6 +29,7 @@ COMMANDS = [
     ["search", "PATH", "dog"],
     ["search", "PATH", "hello", "--history"],
     ["history", "PATH", "chat", "--all"],
+    ["sessions", "PATH"],
     ["export", "PATH"],
     ["export", "PATH", "-o", "OUT"],
     ["docs", "PATH", "list"],

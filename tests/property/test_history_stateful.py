@@ -80,6 +80,7 @@ class HistoryAgreement(RuleBasedStateMachine):
         self.sqlite = SQLiteHistoryStore(self.engine)
         self.memory = InMemoryHistoryStore(self.config)
         self.appended = 0
+        self.high: dict[str, int] = {}  # the highest seq each session handed out (0.2: pop)
 
     def teardown(self) -> None:
         self.engine.close()
@@ -89,13 +90,32 @@ class HistoryAgreement(RuleBasedStateMachine):
 
     @rule(sid=session_ids, message=messages())
     def append(self, sid: str, message: Message) -> None:
-        assert self.sqlite.append(sid, message) == self.memory.append(sid, message)
+        seq = self.sqlite.append(sid, message)
+        assert seq == self.memory.append(sid, message)
+        self._fresh(sid, [seq])
         self.appended += 1
+
+    def _fresh(self, sid: str, seqs: list[int]) -> None:
+        """New seqs are above every seq the session ever had, popped ones included."""
+        assert all(seq > self.high.get(sid, 0) for seq in seqs), (seqs, self.high)
+        if seqs:
+            self.high[sid] = max(seqs)
 
     @rule(sid=session_ids, batch=st.lists(messages(), max_size=5))
     def append_many(self, sid: str, batch: list[Message]) -> None:
-        assert self.sqlite.append_many(sid, batch) == self.memory.append_many(sid, batch)
+        seqs = self.sqlite.append_many(sid, batch)
+        assert seqs == self.memory.append_many(sid, batch)
+        self._fresh(sid, seqs)
         self.appended += len(batch)
+
+    @rule(sid=session_ids)
+    def pop(self, sid: str) -> None:
+        newest = self.memory.get_recent(sid, 1, pair_safe=False)
+        got = self.sqlite.pop(sid)
+        assert got == self.memory.pop(sid)
+        assert got == (newest[0] if newest else None)
+        if got is not None:
+            assert self.sqlite.around(sid, got.seq or 0) == []
 
     @rule(sid=session_ids, keep=st.integers(0, 6), summary=st.none() | text)
     def compact(self, sid: str, keep: int, summary: str | None) -> None:
@@ -105,6 +125,7 @@ class HistoryAgreement(RuleBasedStateMachine):
     def purge(self, sid: str) -> None:
         self.sqlite.purge(sid)
         self.memory.purge(sid)
+        self.high.pop(sid, None)
 
     @rule(sid=session_ids, summary=text)
     def set_summary(self, sid: str, summary: str) -> None:
@@ -116,6 +137,25 @@ class HistoryAgreement(RuleBasedStateMachine):
     @rule(sid=session_ids, n=st.integers(-1, 9))
     def get_recent(self, sid: str, n: int) -> None:
         assert self.sqlite.get_recent(sid, n) == self.memory.get_recent(sid, n)
+
+    @rule(sid=session_ids, n=st.integers(-1, 9))
+    def get_recent_not_pair_safe(self, sid: str, n: int) -> None:
+        got = self.sqlite.get_recent(sid, n, pair_safe=False)
+        assert got == self.memory.get_recent(sid, n, pair_safe=False)
+        assert got == self.memory.get_all(sid)[-n:] if n > 0 else got == []
+
+    @rule(
+        sid=session_ids,
+        seq=st.integers(-1, 40),
+        before=st.integers(0, 4),
+        after=st.integers(0, 4),
+    )
+    def around(self, sid: str, seq: int, before: int, after: int) -> None:
+        got = self.sqlite.around(sid, seq, before=before, after=after)
+        assert got == self.memory.around(sid, seq, before=before, after=after)
+        every = self.memory.get_all(sid, include_archived=True)
+        at = [i for i, m in enumerate(every) if m.seq == seq]
+        assert got == (every[max(0, at[0] - before) : at[0] + after + 1] if at else [])
 
     @rule(sid=session_ids, include_archived=st.booleans())
     def get_all(self, sid: str, include_archived: bool) -> None:

@@ -339,6 +339,9 @@ def _drive(db: sqlmem.MemoryDB, s: str, t: str) -> None:
         lambda: h.search(t, session_id=session),
         lambda: h.search(s),
         lambda: h.compact(session, 1, summary=s),
+        lambda: h.around(session, 1, before=2, after=2),
+        lambda: h.pop(session),
+        lambda: h.get_recent(session, 2, pair_safe=False),
         lambda: f.index(
             Fact(
                 id=s[:500],
@@ -357,6 +360,9 @@ def _drive(db: sqlmem.MemoryDB, s: str, t: str) -> None:
         lambda: f.search(s, category=_category(t), since=datetime(2000, 1, 1, tzinfo=timezone.utc)),
         lambda: f.search_by_metadata(s, t),
         lambda: f.list(tags=[t], source=s),
+        lambda: f.list(metadata={s: {"$gte": t, "$ne": s}, t: {"$in": [s, 1]}}),
+        lambda: f.search(s, tags=[t], metadata={s: {"$nin": [t]}, t: {"$exists": False}}),
+        lambda: f.list(tags=[s], metadata={t: {"$eq": {s: t}}, s: {"$lt": 1}}),
         lambda: f.delete_many([s, t]),
         lambda: f.delete(s),
         lambda: h.purge(session),

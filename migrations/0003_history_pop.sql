@@ -1,0 +1,12 @@
+-- 0003_history_pop: messages can be removed from the end of a session (HistoryStore.pop,
+-- SPEC 5, 0.2) without their seqs ever being used again.
+--
+-- Why a column: seqs were gap-free, so a session's active count was
+-- last_seq - archived_seq, read from one row. pop() deletes the newest active message
+-- but leaves last_seq where it is (the next append must get the next number, also after a
+-- reopen), which leaves a hole. `holes` counts the seqs in (archived_seq, last_seq] that
+-- hold no message, so the count stays one row read: last_seq - archived_seq - holes. A
+-- pop adds one; moving the archive boundary over holes takes them off (counted in that
+-- transaction); an import recounts the sessions it touched. Files made before this
+-- migration never popped anything: 0 is right for every existing session.
+ALTER TABLE sessions ADD COLUMN holes INTEGER NOT NULL DEFAULT 0;
