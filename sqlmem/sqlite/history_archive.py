@@ -3,7 +3,7 @@
 Seqs were gap-free until 0.2's `pop`: the messages to archive were "all but the last
 `keep` seqs", and the number archived the distance the boundary moved. A pop deletes the
 newest active message but never hands its seq out again, so a session may have holes
-(`sessions.holes` counts those in the active range, migrations/0003_history_pop.sql).
+(`sessions.holes` counts those in the active range, migrations/0005_history_pop.sql).
 Sessions without holes, nearly all of them, keep the arithmetic; with holes, the oldest
 kept message is found by walking UNIQUE(session, seq) back `keep` rows, and what the move
 archived is counted, so the holes it passed can be taken off the counter in the same

@@ -190,7 +190,7 @@ WHERE m.session = {_SESSION_PK}
 ORDER BY m.seq
 """
 
-# Popped seqs leave holes (migrations/0003_history_pop.sql): still one row read.
+# Popped seqs leave holes (migrations/0005_history_pop.sql): still one row read.
 COUNT = "SELECT last_seq - archived_seq - holes FROM sessions WHERE session_id = ?"
 
 SELECT_SUMMARY = "SELECT summary FROM sessions WHERE session_id = ?"

@@ -1,4 +1,4 @@
--- 0003_history_pop: messages can be removed from the end of a session (HistoryStore.pop,
+-- 0005_history_pop: messages can be removed from the end of a session (HistoryStore.pop,
 -- SPEC 5, 0.2) without their seqs ever being used again.
 --
 -- Why a column: seqs were gap-free, so a session's active count was
