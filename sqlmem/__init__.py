@@ -121,8 +121,6 @@ _LAZY: dict[str, str] = {
             "MemoryFactory",
             "OwnedFactStore",
             "OwnedHistoryStore",
-            "PackConfig",
-            "PackItem",
             "open_fact_store",
             "open_history_store",
         ),
