@@ -75,7 +75,7 @@ def test_search_with_a_metadata_operator_is_fts_driven(
     engine, store = big
     filters = make_filters(**driver, metadata=metadata)
     params = filters.params()
-    params["query"], params["limit"] = '"w3" OR "common"', 10
+    params["query"], params["limit"], params["now"] = '"w3" OR "common"', 10, 0
     lines = plan(engine, facts_sql.search_sql(filters.key), params)
     assert lines[0].startswith("SCAN facts_fts VIRTUAL TABLE"), lines
     assert "SEARCH f USING INTEGER PRIMARY KEY (rowid=?)" in lines, lines
@@ -94,7 +94,7 @@ def test_list_with_a_metadata_operator_is_index_driven(
     engine, store = big
     filters = make_filters(**driver, metadata=metadata)
     params = filters.params()
-    params["limit"], params["offset"] = 20, 0
+    params["limit"], params["offset"], params["now"] = 20, 0, 0
     lines = plan(engine, facts_sql.list_sql(filters.key), params)
     assert not scans_facts(lines), lines
     if "tags" in driver:
