@@ -162,10 +162,16 @@ def is_fact_id(value: object) -> bool:
     return 0 < len(value) <= MAX_FACT_ID_LEN
 
 
+#: Every search mode; "vector" and "hybrid" need the store's embedder (SPEC 17).
+SEARCH_MODES = ("any", "all", "raw", "vector", "hybrid")
+
+
 def check_query(query: object, mode: object) -> str:
     """The arguments every search takes, refused alike by both stores; returns the query."""
-    if mode not in ("any", "all", "raw"):
-        raise InvalidArgumentError(f"mode must be one of 'any', 'all', 'raw'; got {mode!r}")
+    if mode not in SEARCH_MODES:
+        raise InvalidArgumentError(
+            f"mode must be one of {', '.join(map(repr, SEARCH_MODES))}; got {mode!r}"
+        )
     if not isinstance(query, str):
         raise InvalidArgumentError(f"query must be a string, got {type(query).__name__}")
     return query

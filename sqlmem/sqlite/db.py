@@ -11,6 +11,8 @@ from typing import Any
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
+from ..protocols import Embedder
+from ..rules.embedder import check_embedder
 from ..rules.paths import absolute_path
 from . import backup, maintenance
 from .docs import SQLiteDocumentStore
@@ -20,6 +22,7 @@ from .history import SQLiteHistoryStore, index_unsearchable_messages
 from .items import fill_fingerprints
 from .maintenance import CheckReport
 from .migrations import read_user_version
+from .vectors_sql import count_without_vectors
 
 __all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
 
@@ -60,10 +63,14 @@ class MemoryDB:
         path: str | os.PathLike[str],
         config: StoreConfig | None = None,
         *,
+        embedder: Embedder | None = None,
         _read_only: bool = False,
     ) -> None:
-        """`_read_only` (internal, for the read-only CLI commands): the file must exist at
+        """`embedder` (SPEC 17): facts get vectors and search modes "vector" and "hybrid".
+
+        `_read_only` (internal, for the read-only CLI commands): the file must exist at
         the latest schema and is never written; every write raises `SqlmemError`."""
+        check_embedder(embedder)  # before the file is touched
         if config is not None and not isinstance(config, StoreConfig):
             raise InvalidArgumentError("config must be a StoreConfig")
         self.path = resolve_path(path)
@@ -75,7 +82,7 @@ class MemoryDB:
             read_only=_read_only,
         )
         self.history = SQLiteHistoryStore(self._engine)
-        self.facts = SQLiteFactStore(self._engine)
+        self.facts = SQLiteFactStore(self._engine, embedder)
         #: The workspace documents (SPEC 14): MEMORY.md, PROFILE.md, daily notes ...
         self.docs = SQLiteDocumentStore(self._engine)
 
@@ -144,6 +151,8 @@ class MemoryDB:
         """Counts, sizes and schema version, for monitoring and `sqlmem info`."""
         with self._engine.read() as conn:
             sessions, active, archived, facts = conn.execute(_STATS).fetchall()[0]
+            embedder = self.facts.embedder
+            without_vectors = count_without_vectors(conn, embedder.model if embedder else None)
             version = read_user_version(conn)
             page_size = conn.pragma("page_size")
             page_count = conn.pragma("page_count")
@@ -155,6 +164,7 @@ class MemoryDB:
             "messages_active": active,
             "messages_archived": archived,
             "facts": facts,
+            "facts_without_vectors": without_vectors,
             "page_size": page_size,
             "page_count": page_count,
             "free_pages": free_pages,
@@ -232,6 +242,12 @@ def _size(path: Path) -> int:
         return 0
 
 
-def open(path: str | os.PathLike[str], config: StoreConfig | None = None) -> MemoryDB:
-    """Open (creating and migrating if needed) the memory database at `path`."""
-    return MemoryDB(path, config)
+def open(
+    path: str | os.PathLike[str],
+    config: StoreConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+) -> MemoryDB:
+    """Open (creating and migrating if needed) the memory database at `path`; with an
+    `embedder`, facts get vectors for semantic and hybrid search (SPEC 17)."""
+    return MemoryDB(path, config, embedder=embedder)

@@ -50,15 +50,16 @@ through the engine's writer.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from ..errors import FactNotFoundError, InvalidArgumentError, InvalidQueryError
-from ..protocols import SearchMode
+from ..protocols import Embedder, SearchMode
 from ..records import Fact
+from ..rules.embedder import check_embedder
 from ..rules.encoding import dumps_json, now_ms
 from ..rules.filters import (
     NO_FILTERS,
@@ -95,6 +96,9 @@ from . import items
 from .engine import Engine
 from .fts_any import AnyShortcut, capped_terms
 
+if TYPE_CHECKING:
+    from .vectors import FactVectors
+
 __all__ = ["SQLiteFactStore", "raw_match"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -112,9 +116,22 @@ def raw_match(query: str) -> str | None:
 class SQLiteFactStore:
     """`FactStore` over one database file. Thread-safe (the engine serialises writes)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        """`embedder` (SPEC 17): every fact written gets a vector of its content, and
+        search offers modes "vector" and "hybrid"."""
         self._engine = engine
         self._any = AnyShortcut(sql.ANY)
+        self._vectors: FactVectors | None = None
+        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
+            from ..search.embedding import Embedding
+            from .vectors import FactVectors
+
+            self._vectors = FactVectors(engine, Embedding(embedder))
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder vectors come from (None: BM25 only)."""
+        return self._vectors.embedding.embedder if self._vectors is not None else None
 
     def __repr__(self) -> str:
         return f"<SQLiteFactStore {str(self._engine.path)!r}>"
@@ -123,8 +140,12 @@ class SQLiteFactStore:
 
     def index(self, fact: Fact) -> str:
         row = prepare_fact(fact)
+        vectors = self._vectors
+        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
             self._upsert(conn, [row], now_ms())
+            if prepared:
+                vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
@@ -142,8 +163,13 @@ class SQLiteFactStore:
         rows = [prepare_fact(f, keep_hits=keep_hits) for f in facts]
         if not rows:
             return []
+        merged = merge_batch(rows)
+        vectors = None if keep_hits else self._vectors  # an import fills them afterwards
+        prepared = vectors.prepare(merged) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
-            self._upsert(conn, merge_batch(rows), now_ms())
+            self._upsert(conn, merged, now_ms())
+            if prepared:
+                vectors.write(conn, prepared)  # type: ignore[union-attr]
         return [r.id for r in rows]
 
     @staticmethod
@@ -191,12 +217,37 @@ class SQLiteFactStore:
     def remember(self, fact: Fact) -> str:
         """SPEC 12's upsert for memory writers: see `sqlmem.sqlite.items`."""
         row = prepare_fact(fact)
+        vectors = self._vectors
+        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
             now = now_ms()
             merged = items.remember(conn, row, now)
             if merged is None:
                 self._upsert(conn, [row], now)
+                if prepared:
+                    vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id if merged is None else merged
+
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Vectors for the facts that have none (or one of another model): those stored
+        while the embedder failed, imported, or written by another program. Returns how
+        many were added; `progress(done, total)` is called after each batch."""
+
+        from ..rules.hybrid import check_batch_size
+
+        batch_size = check_batch_size(batch_size)
+        if progress is not None and not callable(progress):
+            raise InvalidArgumentError("progress must be callable or None")
+        return self._require_vectors("embed_pending").embed_pending(batch_size, progress)
+
+    def _require_vectors(self, what: str) -> FactVectors:
+        if self._vectors is None:
+            raise InvalidArgumentError(
+                f"{what} needs an embedder: open the store with embedder=... (SPEC 17)"
+            )
+        return self._vectors
 
     def promote(self, fact_id: str, layer: str) -> Fact:
         layer = check_layer(layer)
@@ -280,6 +331,23 @@ class SQLiteFactStore:
         kind: str | None = None,
         min_confidence: float | None = None,
     ) -> list[Fact]:
+        if mode == "vector" or mode == "hybrid":
+            return self._semantic(
+                query,
+                top_k,
+                mode,
+                {
+                    "tags": tags,
+                    "category": category,
+                    "source": source,
+                    "since": since,
+                    "until": until,
+                    "metadata": metadata,
+                    "layer": layer,
+                    "kind": kind,
+                    "min_confidence": min_confidence,
+                },
+            )
         compiler = self._query_compiler()
         text = check_query(query, mode)
         terms: tuple[Term, ...] = ()
@@ -328,6 +396,29 @@ class SQLiteFactStore:
                 raise InvalidQueryError(f"invalid FTS5 query {shown!r}: {exc}") from exc
         # bm25() is lower-is-better; users get higher-is-better (facts_from_rows negates).
         return facts_from_rows(rows, ranked=True)
+
+    def _semantic(
+        self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
+    ) -> list[Fact]:
+        """Modes "vector" and "hybrid" (SPEC 17), filters before ranking in both legs."""
+        from ..rules.hybrid import check_semantic, fuse  # numpy: only when vectors are used
+        from ..search.vectors import hybrid_leg_size
+
+        text, limit, filters, item_filters = check_semantic(query, top_k, mode, filter_args)
+        vectors = self._require_vectors(f"mode={mode!r}")
+        if limit <= 0 or not text.strip():
+            return []
+        wanted = hybrid_leg_size(limit) if mode == "hybrid" else limit
+        query_vector = vectors.embedding.query(text)  # before any read: no lock held
+        semantic = (
+            vectors.search(query_vector, wanted, filters, item_filters)
+            if query_vector is not None
+            else []
+        )
+        if mode == "vector":
+            return semantic
+        lexical = self.search(text, wanted, mode="any", **filter_args)
+        return fuse(lexical, semantic, limit)
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
         filters = metadata_equal_filter(key, value)

@@ -1,0 +1,49 @@
+"""Vector and hybrid search rules every fact store shares (SPEC 17): the arguments, and the
+fusion of the BM25 and vector rankings into one list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InvalidArgumentError
+from ..records import Fact
+from ..search.vectors import reciprocal_rank_fusion
+from .filters import Filters, check_limit, check_query, make_filters
+from .items import ItemFilters, make_item_filters
+
+__all__ = ["check_batch_size", "check_semantic", "fuse"]
+
+
+def check_semantic(
+    query: object, top_k: object, mode: object, filter_args: dict[str, Any]
+) -> tuple[str, int, Filters, ItemFilters]:
+    """The checked arguments of a vector or hybrid search, refused alike by every store."""
+    text = check_query(query, mode)
+    limit = check_limit(top_k, "top_k")
+    filters = make_filters(
+        filter_args["tags"],
+        filter_args["category"],
+        filter_args["source"],
+        filter_args["since"],
+        filter_args["until"],
+        filter_args["metadata"],
+    )
+    item_filters = make_item_filters(
+        filter_args["layer"], filter_args["kind"], filter_args["min_confidence"]
+    )
+    return text, limit, filters, item_filters
+
+
+def check_batch_size(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"batch_size must be an int >= 1, got {value!r}")
+    return value
+
+
+def fuse(lexical: list[Fact], semantic: list[Fact], top_k: int) -> list[Fact]:
+    """Reciprocal rank fusion of the two legs (`search.vectors`), each fact once, `score`
+    the fused value; a fact only BM25 found takes part through its BM25 rank alone."""
+    by_id = {f.id: f for f in semantic}
+    by_id.update((f.id, f) for f in lexical)
+    fused = reciprocal_rank_fusion([f.id for f in lexical], [f.id for f in semantic], top_k)
+    return [by_id[fact_id].model_copy(update={"score": score}) for fact_id, score in fused]

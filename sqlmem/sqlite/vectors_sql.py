@@ -1,0 +1,90 @@
+"""SQL text of the fact vectors (migrations/0006_fact_vectors.sql): constants and cached
+builders only, every value bound."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import apsw
+
+from ..rules.encoding import now_ms
+from .facts_sql import _COLUMNS, LIVE, NO_ITEM_KEY, FilterKey, ItemKey, _where
+
+__all__ = [
+    "FILL_ONE",
+    "PENDING_COUNT",
+    "PENDING_PAGE",
+    "ROWS_BY_PK",
+    "STORED_BY_HASH",
+    "UPSERT_BY_ID",
+    "WITHOUT_VECTORS",
+    "candidates_sql",
+    "count_without_vectors",
+]
+
+_SET = (
+    " ON CONFLICT(fact_pk) DO UPDATE SET model = excluded.model, dim = excluded.dim,"
+    " content_hash = excluded.content_hash, vector = excluded.vector"
+)
+
+#: A fact's vector, written in the fact's own transaction right after its upsert.
+UPSERT_BY_ID = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " SELECT pk, :model, :dim, :hash, :vector FROM facts WHERE id = :id" + _SET
+)
+
+#: embed_pending's write: only if the content is still the one that was embedded.
+FILL_ONE = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " SELECT pk, :model, :dim, :hash, :vector FROM facts WHERE pk = :pk AND content = :content"
+    + _SET
+)
+
+#: Vectors already stored for these texts (the embedding cache), by content hash.
+STORED_BY_HASH = (
+    "SELECT content_hash, vector FROM fact_vectors"
+    " WHERE content_hash IN (SELECT value FROM json_each(:hashes)) AND model = :model"
+    " GROUP BY content_hash"
+)
+
+_MISSING = (
+    "NOT EXISTS (SELECT 1 FROM fact_vectors AS v WHERE v.fact_pk = f.pk"
+    " AND v.model IS coalesce(:model, v.model))"
+)
+
+#: Live facts without a vector of the store's model (of any model when :model is NULL).
+WITHOUT_VECTORS = f"SELECT count(*) FROM facts AS f WHERE {LIVE} AND {_MISSING}"
+PENDING_COUNT = WITHOUT_VECTORS
+PENDING_PAGE = (
+    f"SELECT f.pk, f.content FROM facts AS f WHERE f.pk > :after AND {LIVE} AND {_MISSING}"
+    " ORDER BY f.pk LIMIT :limit"
+)
+
+#: The full rows of the ranked facts.
+ROWS_BY_PK = (
+    f"SELECT f.pk, {_COLUMNS} FROM facts AS f"
+    " WHERE f.pk IN (SELECT value FROM json_each(:pks))"
+)
+
+
+@cache
+def candidates_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
+    """(pk, vector) of the live facts passing the filters with a vector of the query's
+    model and dimension: the rows exact cosine ranks (filters before ranking)."""
+    where = [
+        "v.model = :model",
+        "v.dim = :dim",
+        *_where(key, item_key),
+        LIVE,
+    ]
+    return (
+        "SELECT f.pk, v.vector FROM fact_vectors AS v CROSS JOIN facts AS f"
+        " ON f.pk = v.fact_pk WHERE " + " AND ".join(where)
+    )
+
+
+def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:
+    """Live facts without a vector of `model` (of any model when None), for `stats()`."""
+    row: Any = conn.execute(WITHOUT_VECTORS, {"now": now_ms(), "model": model}).fetchall()
+    return int(row[0][0])
