@@ -136,7 +136,7 @@ ItemKey = tuple[bool, bool, bool]
 NO_ITEM_KEY: ItemKey = (False, False, False)
 
 
-def _where(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> list[str]:
+def _where(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> list[str]:
     return [sql for present, sql in zip(key, _PREDICATES, strict=True) if present] + [
         sql for present, sql in zip(item_key, _ITEM_PREDICATES, strict=True) if present
     ]
@@ -153,7 +153,7 @@ ANY = any_queries(
 
 
 @cache
-def search_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
+def search_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> str:
     """Ranked search. Both shapes are driven by the FTS index (see facts.py).
 
     Without filters, the FTS subquery sorts its matches by `bm25()` in SQLite's sorter,
@@ -171,7 +171,7 @@ def search_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
 
 
 @cache
-def search_live_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
+def search_live_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> str:
     """The filtered shape, expired facts skipped: every filtered search, and an
     unfiltered one while expired facts are stored (`ANY_EXPIRED`; `expire()` and vacuum
     delete them). Needs `:now`."""
@@ -188,7 +188,7 @@ def search_live_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
 @cache
 def list_sql(
     key: FilterKey,
-    item_key: ItemKey = NO_ITEM_KEY,
+    item_key: tuple[bool, ...] = NO_ITEM_KEY,
     *,
     oldest_first: bool = False,
     limited: bool = True,

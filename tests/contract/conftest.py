@@ -2,6 +2,7 @@
 
 `make_history(**config)` builds a history store of the parametrised kind ("sqlite" over a
 fresh file in tmp_path, or "memory"); SQLite engines are closed when the test ends.
+`make_facts(**config)` does the same for fact stores.
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ from pathlib import Path
 import pytest
 
 from sqlmem.config import StoreConfig
+from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.memory.history import InMemoryHistoryStore
-from sqlmem.protocols import HistoryStore
+from sqlmem.protocols import FactStore, HistoryStore
 from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.facts import SQLiteFactStore
 from sqlmem.sqlite.history import SQLiteHistoryStore, index_unsearchable_messages
+from sqlmem.sqlite.items import fill_fingerprints
 
 MakeHistory = Callable[..., HistoryStore]
+MakeFacts = Callable[..., FactStore]
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -42,3 +47,20 @@ def make_history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mak
 @pytest.fixture
 def history(make_history: MakeHistory) -> HistoryStore:
     return make_history()
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def make_facts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeFacts]:
+    engines: list[Engine] = []
+
+    def make(**config: object) -> FactStore:
+        cfg = StoreConfig(**config)
+        if request.param == "memory":
+            return InMemoryFactStore(cfg)
+        engine = Engine(tmp_path / f"facts-{len(engines)}.db", cfg, hooks=(fill_fingerprints,))
+        engines.append(engine)
+        return SQLiteFactStore(engine)
+
+    yield make
+    for engine in engines:
+        engine.close()
