@@ -239,3 +239,21 @@ def test_remember_of_a_naive_expiry_is_utc(tmp_path: Path) -> None:
         assert got is not None and got.expires_at == naive.replace(
             tzinfo=timezone.utc, microsecond=naive.microsecond // 1000 * 1000
         )
+
+
+def test_cli_search_json_shows_the_item_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sqlmem.cli import main
+
+    path = tmp_path / "m.db"
+    with sqlmem.open(path) as db:
+        db.facts.index(Fact(id="a", content="tea time", layer="episodic", expires_at=FUTURE))
+    assert main(["search", str(path), "tea", "--json"]) == 0
+    (hit,) = json.loads(capsys.readouterr().out)["results"]
+    assert (hit["layer"], hit["hits"], hit["expires_at"]) == (
+        "episodic",
+        1,
+        "2100-01-01T00:00:00.000+00:00",
+    )
+    assert hit["fingerprint"] == fingerprint("tea time")
