@@ -28,8 +28,29 @@ def fingerprint(text: str) -> str:
     """Hex SHA-256 of the normalised text: equal for two phrasings of one fact.
 
     Never raises: a lone surrogate (which no stored text holds: records refuse it) is
-    hashed as its code point, so callers refuse such text with their own error."""
-    return hashlib.sha256(normalise_fact(text).encode("utf-8", "surrogatepass")).hexdigest()
+    hashed as its code point, so callers refuse such text with their own error.
+
+    Cached by text: a `Fact` computes its fingerprint when built and the store again
+    when it writes it (the record may have changed since), ~2 µs each for a short fact;
+    the second is then a dict lookup (a str caches its own hash). Bounded by clearing.
+    """
+    found = _FINGERPRINTS.get(text)
+    if found is None:
+        normal = normalise_fact(text).encode("utf-8", "surrogatepass")
+        found = hashlib.sha256(normal).hexdigest()
+        if len(_FINGERPRINTS) >= _FINGERPRINTS_MAX or len(text) > _FINGERPRINT_CACHED_LEN:
+            if len(text) > _FINGERPRINT_CACHED_LEN:
+                return found
+            _FINGERPRINTS.clear()
+        _FINGERPRINTS[text] = found
+    return found
+
+
+#: Fingerprints by text: up to 2,048 texts of up to 4,096 characters (~8 MB at most),
+#: enough for a batch of `index_many` built before it is written.
+_FINGERPRINTS: dict[str, str] = {}
+_FINGERPRINTS_MAX = 2048
+_FINGERPRINT_CACHED_LEN = 4096
 
 
 def fact_id(text: str) -> str:

@@ -4,6 +4,7 @@ LLMExtractor storing through remember."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from datetime import datetime, timedelta, timezone
@@ -257,3 +258,25 @@ def test_cli_search_json_shows_the_item_fields(
         "2100-01-01T00:00:00.000+00:00",
     )
     assert hit["fingerprint"] == fingerprint("tea time")
+
+
+def test_a_mutated_record_is_stored_with_its_new_contents_fingerprint(tmp_path: Path) -> None:
+    with sqlmem.open(tmp_path / "m.db") as db:
+        for store in (db.facts, InMemoryFactStore()):
+            fact = Fact(id="m", content="first text")
+            fact.content = "Second  TEXT."
+            store.index(fact)
+            got = store.get("m")
+            assert got is not None and got.fingerprint == fingerprint("second text")
+
+
+def test_the_fingerprint_cache_stays_bounded_and_exact() -> None:
+    from sqlmem.rules import identity
+
+    long_text = "word " * 2000  # past the cached length: computed every time
+    assert fingerprint(long_text) == hashlib.sha256(b" ".join([b"word"] * 2000)).hexdigest()
+    assert long_text not in identity._FINGERPRINTS
+    for i in range(identity._FINGERPRINTS_MAX + 10):
+        fingerprint(f"text {i}")
+    assert len(identity._FINGERPRINTS) <= identity._FINGERPRINTS_MAX
+    assert fingerprint("TEXT 5.") == hashlib.sha256(b"text 5").hexdigest()
