@@ -280,3 +280,29 @@ def test_the_fingerprint_cache_stays_bounded_and_exact() -> None:
         fingerprint(f"text {i}")
     assert len(identity._FINGERPRINTS) <= identity._FINGERPRINTS_MAX
     assert fingerprint("TEXT 5.") == hashlib.sha256(b"text 5").hexdigest()
+
+
+def test_item_queries_use_their_indexes(tmp_path: Path) -> None:
+    """remember's lookup is an index search in (created_at, pk) order; expiry reads touch
+    only expiring facts; item filters leave search driven by the FTS index."""
+    from sqlmem.rules.filters import NO_FILTERS
+    from sqlmem.sqlite import facts_sql
+
+    with sqlmem.open(tmp_path / "m.db") as db:
+        db.facts.index_many(Fact(content=f"fact {i} common", layer="episodic") for i in range(300))
+        params = {"now": 1, "fingerprint": "ab" * 32, "layer": "semantic", "query": '"common"'}
+        params.update(limit=10, offset=0, layers='["semantic"]', kind="", min_confidence=0.5)
+        with db.engine.read() as conn:
+
+            def plan(sql: str) -> list[str]:
+                return [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
+
+            find = plan(facts_sql.REMEMBER_FIND)
+            assert find == ["SEARCH f USING INDEX facts_fingerprint (<expr>=? AND layer=?)"]
+            expired = plan(facts_sql.ANY_EXPIRED)
+            assert expired == ["SEARCH facts USING COVERING INDEX facts_expires (expires_at<?)"]
+            search = plan(facts_sql.search_sql(NO_FILTERS.key, (True, True, True)))
+            assert search[0].startswith("SCAN facts_fts VIRTUAL TABLE"), search
+            assert not any(line == "SCAN f" for line in search), search
+            live = plan(facts_sql.search_live_sql(NO_FILTERS.key))
+            assert live[0].startswith("SCAN facts_fts VIRTUAL TABLE"), live
