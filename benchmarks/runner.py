@@ -26,6 +26,7 @@ from .fact_workloads import (
 )
 from .harness import Row
 from .history_workloads import w1_append, w1b_append_many, w2_get_recent, w5_history_search
+from .item_workloads import w3d_remember
 from .other_workloads import w4_open_agents, w6_mixed
 from .report import environment, markdown, write_results
 
@@ -40,6 +41,7 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "W3b": w3b_filtered_search,
     "W3m": w3m_metadata_search,
     "W3c": w3c_index_facts,
+    "W3d": w3d_remember,
     "W4": w4_open_agents,
     "W5": w5_history_search,
     "W6": w6_mixed,

@@ -11,7 +11,10 @@
 --   write transaction (sqlite/items.py, fill_fingerprints), as it does for rows a plain
 --   SQLite client inserts later. '' is never a real fingerprint.
 -- * facts_fingerprint serves remember's lookup (fingerprint, layer, oldest created_at
---   first) and, fingerprint first, the open hook's search for unfilled ('') rows.
+--   first) and the open hook's search for unfilled ('') rows. It holds the first 16 hex
+--   digits (64 bits) of the fingerprint, not all 64: random 64-character keys made
+--   index_many ~12 us a fact dearer (+70%), the prefix ~1-2 us; the lookup compares the
+--   whole fingerprint on the few rows the prefix finds.
 -- * facts_expires is partial: it holds only facts that expire, so facts without expiry
 --   (the usual case) cost nothing in it, and "is anything expired?", count(), expire()
 --   and the expired-row set that reads exclude are range scans of expiring facts only.
@@ -28,5 +31,5 @@ ALTER TABLE facts ADD COLUMN expires_at INTEGER;                    -- unix ms, 
 ALTER TABLE facts ADD COLUMN fingerprint TEXT NOT NULL DEFAULT '';
 ALTER TABLE facts ADD COLUMN hits INTEGER NOT NULL DEFAULT 1;
 
-CREATE INDEX facts_fingerprint ON facts(fingerprint, layer, created_at);
+CREATE INDEX facts_fingerprint ON facts(substr(fingerprint, 1, 16), layer, created_at);
 CREATE INDEX facts_expires ON facts(expires_at) WHERE expires_at IS NOT NULL;

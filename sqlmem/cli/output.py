@@ -137,6 +137,15 @@ def fact_json(fact: Fact) -> dict[str, Any]:
         "metadata": fact.metadata,
         "created_at": fact.created_at,
         "updated_at": fact.updated_at,
+        # 0.2 memory items (SPEC 12)
+        "layer": fact.layer,
+        "kind": fact.kind,
+        "confidence": fact.confidence,
+        "salience": fact.salience,
+        "references": fact.references,
+        "expires_at": fact.expires_at,
+        "fingerprint": fact.fingerprint,
+        "hits": fact.hits,
     }
     if fact.score is not None:
         data["score"] = fact.score

@@ -28,8 +28,35 @@ def fingerprint(text: str) -> str:
     """Hex SHA-256 of the normalised text: equal for two phrasings of one fact.
 
     Never raises: a lone surrogate (which no stored text holds: records refuse it) is
-    hashed as its code point, so callers refuse such text with their own error."""
-    return hashlib.sha256(normalise_fact(text).encode("utf-8", "surrogatepass")).hexdigest()
+    hashed as its code point, so callers refuse such text with their own error.
+
+    Cached by text: a `Fact` computes its fingerprint when built and the store again
+    when it writes it (the record may have changed since), ~2 µs each for a short fact;
+    the second is then a dict lookup (a str caches its own hash). Bounded by clearing,
+    by count and by the characters held.
+    """
+    global _cached_chars
+    found = _FINGERPRINTS.get(text)
+    if found is None:
+        normal = normalise_fact(text).encode("utf-8", "surrogatepass")
+        found = hashlib.sha256(normal).hexdigest()
+        if len(text) > _FINGERPRINT_CACHED_LEN:
+            return found
+        if len(_FINGERPRINTS) >= _FINGERPRINTS_MAX or _cached_chars > _FINGERPRINT_CHARS:
+            _FINGERPRINTS.clear()
+            _cached_chars = 0
+        _FINGERPRINTS[text] = found
+        _cached_chars += len(text)
+    return found
+
+
+#: Fingerprints by text: enough for the batches `index_many` is given (built, then
+#: written), at most ~4 million characters of text held.
+_FINGERPRINTS: dict[str, str] = {}
+_FINGERPRINTS_MAX = 16_384
+_FINGERPRINT_CHARS = 4_000_000
+_FINGERPRINT_CACHED_LEN = 4096
+_cached_chars = 0
 
 
 def fact_id(text: str) -> str:

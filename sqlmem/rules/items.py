@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from ..errors import InvalidArgumentError
 from ..records import (
     LAYERS,
+    MAX_REFERENCE_LEN,
     Fact,
     check_kind,
     check_references,
@@ -60,7 +61,57 @@ def item_values(fact: Fact, *, keep_hits: bool = False) -> ItemValues:
     """Re-check the item fields (a model is mutable after construction) and encode them.
 
     The fingerprint is always computed from `content`: a caller's value is ignored.
+    Values as the record validated them take a few type and range tests (the hot path
+    of every write); anything else goes through `_checked_values`, which names the field.
     """
+    layer: str = fact.layer
+    kind, confidence, salience = fact.kind, fact.confidence, fact.salience
+    refs, expires = fact.references, fact.expires_at
+    if not (
+        layer in _LAYER_SET
+        and (kind == "" or (type(kind) is str and _kind_ok(kind)))
+        and type(confidence) is float
+        and 0.0 <= confidence <= 1.0
+        and type(salience) is float
+        and 0.0 <= salience <= 1.0
+        and (refs == [] or _refs_ok(refs))
+        and (expires is None or isinstance(expires, datetime))
+    ):
+        layer, confidence, salience = _checked_values(fact)
+    hits = None
+    if keep_hits:
+        hits = fact.hits
+        if isinstance(hits, bool) or not isinstance(hits, int) or not 1 <= hits <= 2**62:
+            raise InvalidArgumentError("Fact.hits must be an integer from 1 to 2**62")
+    return ItemValues(
+        layer,
+        kind,
+        confidence,
+        salience,
+        "[" + ",".join(map(_json_string, refs)) + "]" if refs else "[]",
+        None if expires is None else dt_to_ms(expires),
+        fingerprint(fact.content),
+        hits,
+    )
+
+
+_LAYER_SET = frozenset(LAYERS)
+
+
+def _kind_ok(kind: str) -> bool:
+    try:
+        check_kind(kind)
+    except ValueError:
+        return False
+    return True
+
+
+def _refs_ok(refs: object) -> bool:
+    return type(refs) is list and all(type(r) is str and len(r) <= MAX_REFERENCE_LEN for r in refs)
+
+
+def _checked_values(fact: Fact) -> tuple[str, float, float]:
+    """The slow path of `item_values`: each field checked, a refusal naming it."""
     try:
         layer = check_layer(fact.layer, "Fact.layer")
         if not isinstance(fact.kind, str):
@@ -74,24 +125,9 @@ def item_values(fact: Fact, *, keep_hits: bool = False) -> ItemValues:
         check_references(refs)
     except ValueError as exc:
         raise InvalidArgumentError(str(exc)) from None
-    expires = fact.expires_at
-    if expires is not None and not isinstance(expires, datetime):
+    if fact.expires_at is not None and not isinstance(fact.expires_at, datetime):
         raise InvalidArgumentError("Fact.expires_at must be a datetime or None")
-    hits = None
-    if keep_hits:
-        hits = fact.hits
-        if isinstance(hits, bool) or not isinstance(hits, int) or not 1 <= hits <= 2**62:
-            raise InvalidArgumentError("Fact.hits must be an integer from 1 to 2**62")
-    return ItemValues(
-        layer,
-        fact.kind,
-        confidence,
-        salience,
-        "[" + ",".join(map(_json_string, refs)) + "]" if refs else "[]",
-        None if expires is None else dt_to_ms(expires),
-        fingerprint(fact.content),
-        hits,
-    )
+    return layer, confidence, salience
 
 
 def _unit(value: object, what: str) -> float:

@@ -137,11 +137,10 @@ def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact
     score = None
     for row in rows:
         if ranked:
-            *cols, rank = row
-            score = -rank
             (fact_id, content, source, category, tags, meta, created, updated,
              layer, kind, confidence, salience, refs, expires,
-             fingerprint, hits) = cols  # fmt: skip
+             fingerprint, hits, rank) = row  # fmt: skip
+            score = -rank
         else:
             (fact_id, content, source, category, tags, meta, created, updated,
              layer, kind, confidence, salience, refs, expires, fingerprint, hits) = row  # fmt: skip

@@ -44,7 +44,8 @@ query of more words is refused with `InvalidQueryError`, FTS5 syntax not being s
 trimmable.
 
 Reads use a pooled reader connection, writes one short `BEGIN IMMEDIATE` transaction
-through the engine's writer.
+through the engine's writer. Memory items (SPEC 12): remember and promotion in
+`sqlmem.sqlite.items`; every read skips expired facts (`facts_sql.LIVE`).
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ ANY = any_queries(
 
 
 @cache
-def search_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
+def search_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> str:
     """Ranked search. Both shapes are driven by the FTS index (see facts.py).
 
     Without filters, the FTS subquery sorts its matches by `bm25()` in SQLite's sorter,
@@ -231,7 +231,7 @@ def search_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
 
 
 @cache
-def search_live_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
+def search_live_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> str:
     """The filtered shape, expired facts skipped: every filtered search, and an
     unfiltered one while expired facts are stored (`ANY_EXPIRED`; `expire()` and vacuum
     delete them). Needs `:now`."""
@@ -248,7 +248,7 @@ def search_live_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
 @cache
 def list_sql(
     key: FilterKey,
-    item_key: ItemKey = NO_ITEM_KEY,
+    item_key: tuple[bool, ...] = NO_ITEM_KEY,
     *,
     oldest_first: bool = False,
     limited: bool = True,
@@ -328,11 +328,15 @@ IMPORT_STORED_FACT = (
 # -- memory items (sqlite/items.py) -----------------------------------------------------------
 
 ID_EXISTS = "SELECT 1 FROM facts WHERE id = ?"
+#: The key of facts_fingerprint (migration 0003): the fingerprint's first 16 hex digits.
+FINGERPRINT_KEY = "substr(fingerprint, 1, 16)"
 #: remember's lookup: the oldest live fact of the layer with the fingerprint
-#: (facts_fingerprint gives the rows in (created_at, pk) order).
+#: (facts_fingerprint gives the rows in (created_at, pk) order; the whole fingerprint is
+#: compared on the rows its prefix finds).
 REMEMBER_FIND = f"""
 SELECT f.pk, f.id, f.tags, f.refs, f.metadata, f.confidence, f.salience, f.expires_at
-FROM facts AS f WHERE f.fingerprint = :fingerprint AND f.layer = :layer AND {LIVE}
+FROM facts AS f WHERE {FINGERPRINT_KEY} = substr(:fingerprint, 1, 16)
+    AND f.fingerprint = :fingerprint AND f.layer = :layer AND {LIVE}
 ORDER BY f.created_at, f.pk LIMIT 1
 """
 REMEMBER_MERGE = (
@@ -348,7 +352,7 @@ PROMOTE_ELIGIBLE = (
     " WHERE f.layer = :from_layer AND f.confidence >= :min_confidence"
     f" AND f.hits >= :min_hits AND {LIVE} RETURNING id, created_at, pk"
 )
-#: Rows the open hook fills (facts_fingerprint finds them: '' sorts first).
-ANY_UNFINGERPRINTED = "SELECT 1 FROM facts WHERE fingerprint = '' LIMIT 1"
-UNFINGERPRINTED = "SELECT pk, content FROM facts WHERE fingerprint = '' LIMIT ?"
+#: Rows the open hook fills (facts_fingerprint finds them: only '' has an empty prefix).
+ANY_UNFINGERPRINTED = f"SELECT 1 FROM facts WHERE {FINGERPRINT_KEY} = '' LIMIT 1"
+UNFINGERPRINTED = f"SELECT pk, content FROM facts WHERE {FINGERPRINT_KEY} = '' LIMIT ?"
 SET_FINGERPRINT = "UPDATE facts SET fingerprint = ? WHERE pk = ?"

@@ -2,6 +2,7 @@
 
 `make_history(**config)` builds a history store of the parametrised kind ("sqlite" over a
 fresh file in tmp_path, or "memory"); SQLite engines are closed when the test ends.
+`make_facts(**config)` does the same for fact stores.
 """
 
 from __future__ import annotations
@@ -13,13 +14,17 @@ import pytest
 
 from sqlmem.config import StoreConfig
 from sqlmem.memory.docs import InMemoryDocumentStore
+from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.memory.history import InMemoryHistoryStore
-from sqlmem.protocols import DocumentStore, HistoryStore
+from sqlmem.protocols import DocumentStore, FactStore, HistoryStore
 from sqlmem.sqlite.docs import SQLiteDocumentStore
 from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.facts import SQLiteFactStore
 from sqlmem.sqlite.history import SQLiteHistoryStore, index_unsearchable_messages
+from sqlmem.sqlite.items import fill_fingerprints
 
 MakeHistory = Callable[..., HistoryStore]
+MakeFacts = Callable[..., FactStore]
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -70,3 +75,20 @@ def make_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeDo
 @pytest.fixture
 def docs(make_docs: MakeDocs) -> DocumentStore:
     return make_docs()
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def make_facts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeFacts]:
+    engines: list[Engine] = []
+
+    def make(**config: object) -> FactStore:
+        cfg = StoreConfig(**config)
+        if request.param == "memory":
+            return InMemoryFactStore(cfg)
+        engine = Engine(tmp_path / f"facts-{len(engines)}.db", cfg, hooks=(fill_fingerprints,))
+        engines.append(engine)
+        return SQLiteFactStore(engine)
+
+    yield make
+    for engine in engines:
+        engine.close()

@@ -35,6 +35,11 @@ WORDS = [
 ]  # fmt: skip
 T0 = datetime(2020, 1, 1, tzinfo=timezone.utc)
 TIMES = [T0 + timedelta(days=d) for d in (0, 0, 1, 2, 30)]  # repeats make ties
+# Memory items (SPEC 12): expiry long past or far ahead, never near "now" (the two stores
+# read the clock separately).
+LAYERS = ["episodic", "semantic", "procedural"]
+EXPIRIES = [None, None, T0, datetime(2200, 1, 1, tzinfo=timezone.utc)]
+UNIT = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])
 
 text = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).flatmap(
     lambda words: st.sampled_from([" ".join(words), "".join(words), ", ".join(words)])
@@ -49,6 +54,34 @@ facts = st.builds(
     category=st.sampled_from(["", "work", "work/x", "work/x/y", "workx", "home"]),
     metadata=st.dictionaries(st.sampled_from(["k", "a.b", "z"]), json_value, max_size=2),
     created_at=st.none() | st.sampled_from(TIMES),
+    layer=st.sampled_from(LAYERS),
+    kind=st.sampled_from(["", "fix", "preference"]),
+    confidence=UNIT,
+    salience=UNIT,
+    references=st.lists(st.sampled_from(["m:1", "m:2", "doc"]), max_size=2),
+    expires_at=st.sampled_from(EXPIRIES),
+)
+# What `remember` is given: a few texts that normalise alike, new ids or stored ones.
+remembered = st.builds(
+    Fact,
+    id=st.sampled_from(["", "", "", *IDS[:3]]),
+    content=st.sampled_from(["Tea is good.", "tea  is GOOD", "run dog", "Run dog."]),
+    tags=st.lists(st.sampled_from(["a", "b", "c"]), max_size=2),
+    metadata=st.dictionaries(st.sampled_from(["k", "z"]), json_value, max_size=1),
+    layer=st.sampled_from(LAYERS),
+    confidence=UNIT,
+    salience=UNIT,
+    references=st.lists(st.sampled_from(["m:1", "m:2"]), max_size=2),
+    expires_at=st.sampled_from(EXPIRIES),
+    created_at=st.none() | st.sampled_from(TIMES),
+)
+item_filters = st.fixed_dictionaries(
+    {},
+    optional={
+        "layer": st.sampled_from(LAYERS) | st.lists(st.sampled_from(LAYERS), max_size=2),
+        "kind": st.sampled_from(["", "fix"]),
+        "min_confidence": UNIT,
+    },
 )
 filters = st.fixed_dictionaries(
     {},
@@ -71,6 +104,7 @@ def comparable(fact: Fact | None) -> dict[str, Any] | None:
     assert data["created_at"] is not None
     if data["created_at"] > T0 + timedelta(days=365):
         data["created_at"] = "now"
+    data["confidence"] = round(data["confidence"], 12)  # 1-(1-a)(1-b), same in both
     return data
 
 
@@ -81,6 +115,7 @@ class FactStoresAgree(RuleBasedStateMachine):
         self.engine = Engine(self.dir / "facts.db", StoreConfig())
         self.sqlite = SQLiteFactStore(self.engine)
         self.memory = InMemoryFactStore()
+        self.ids: set[str] = set(IDS)  # every id a step may have stored
 
     def teardown(self) -> None:
         self.engine.close()
@@ -105,6 +140,59 @@ class FactStoresAgree(RuleBasedStateMachine):
     def index_many(self, batch: list[Fact]) -> None:
         a, b = self.both("index_many", batch)
         assert a == b == [f.id for f in batch]
+
+    @rule(fact=remembered)
+    def remember(self, fact: Fact) -> None:
+        a, b = self.both("remember", fact)
+        assert a == b
+        event("remember: " + ("inserted or indexed" if a == fact.id else "merged"))
+        self.ids.add(a)
+
+    @rule(fact_id=st.sampled_from([*IDS, "unknown"]), layer=st.sampled_from(LAYERS))
+    def promote(self, fact_id: str, layer: str) -> None:
+        outcomes = []
+        for store in (self.sqlite, self.memory):
+            try:
+                outcomes.append(comparable(store.promote(fact_id, layer)))
+            except FactNotFoundError:
+                outcomes.append("missing")
+        assert outcomes[0] == outcomes[1]
+
+    @rule(
+        from_layer=st.sampled_from(LAYERS),
+        to_layer=st.sampled_from(LAYERS),
+        min_confidence=UNIT,
+        min_hits=st.sampled_from([1, 2, 3]),
+    )
+    def promote_eligible(
+        self, from_layer: str, to_layer: str, min_confidence: float, min_hits: int
+    ) -> None:
+        if from_layer == to_layer:
+            return
+        a, b = self.both(
+            "promote_eligible",
+            from_layer=from_layer,
+            to_layer=to_layer,
+            min_confidence=min_confidence,
+            min_hits=min_hits,
+        )
+        assert a == b
+
+    @rule()
+    def expire(self) -> None:
+        a, b = self.both("expire")
+        assert a == b
+        event(f"expire: {'some' if a else 'none'}")
+
+    @rule(
+        query=st.sampled_from(WORDS) | st.sampled_from(["tea", "dog good"]),
+        where=item_filters,
+        top_k=st.sampled_from([1, 100]),
+    )
+    def search_items(self, query: str, where: dict[str, Any], top_k: int) -> None:
+        self.search(query, "any", top_k, where)
+        a, b = self.both("list", limit=100, **where)
+        assert [comparable(f) for f in a] == [comparable(f) for f in b]
 
     @rule(fact_id=st.sampled_from([*IDS, "unknown"]))
     def delete(self, fact_id: str) -> None:
@@ -166,11 +254,13 @@ class FactStoresAgree(RuleBasedStateMachine):
     @invariant()
     def same_contents(self) -> None:
         assert self.sqlite.count() == self.memory.count() == len(self.sqlite)
-        for fact_id in IDS:
+        for fact_id in sorted(self.ids):
             a, b = self.both("get", fact_id)
             assert comparable(a) == comparable(b)
         assert self.sqlite.tags() == self.memory.tags()
         assert self.sqlite.categories() == self.memory.categories()
+        a, b = self.both("list", limit=1000)
+        assert [comparable(f) for f in a] == [comparable(f) for f in b]
 
     @invariant()
     def index_is_healthy(self) -> None:
