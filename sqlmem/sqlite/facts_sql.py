@@ -188,7 +188,9 @@ NO_ITEM_KEY: ItemKey = (False, False, False)
 
 
 def _where(
-    key: FilterKey, item_key: ItemKey = NO_ITEM_KEY, predicates: tuple[str, ...] = _PREDICATES
+    key: FilterKey,
+    item_key: tuple[bool, ...] = NO_ITEM_KEY,
+    predicates: tuple[str, ...] = _PREDICATES,
 ) -> list[str]:
     return [sql for present, sql in zip(key, predicates, strict=True) if present] + [
         sql for present, sql in zip(item_key, _ITEM_PREDICATES, strict=True) if present
