@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -135,6 +135,12 @@ class FactStore(Protocol):
     ) -> builtins.list[str]: ...
 
     def expire(self) -> int: ...
+
+    # 0.2 vectors (SPEC 17)
+
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int: ...
 
 
 @runtime_checkable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from pathlib import Path
 from types import TracebackType
@@ -10,6 +11,7 @@ from typing import Any
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
+from ..protocols import Embedder
 from ..sqlite.db import CheckReport, MemoryDB
 from .runner import Runner
 from .stores import AsyncFactStore, AsyncHistoryStore
@@ -100,11 +102,15 @@ class AsyncMemoryDB:
 
 
 async def open(
-    path: str | os.PathLike[str], config: StoreConfig | None = None, *, workers: int | None = None
+    path: str | os.PathLike[str],
+    config: StoreConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+    workers: int | None = None,
 ) -> AsyncMemoryDB:
     """Open (creating and migrating if needed) the database at `path` without blocking the
     event loop: the open and its migrations run on a thread."""
-    db = await asyncio.to_thread(MemoryDB, path, config)
+    db = await asyncio.to_thread(functools.partial(MemoryDB, path, config, embedder=embedder))
     try:
         return AsyncMemoryDB(db, workers=workers, owns_db=True)
     except BaseException:

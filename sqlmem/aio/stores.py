@@ -63,3 +63,4 @@ class AsyncFactStore(_AsyncStore):
     promote = off_loop(FactStore.promote)
     promote_eligible = off_loop(FactStore.promote_eligible)
     expire = off_loop(FactStore.expire)
+    embed_pending = off_loop(FactStore.embed_pending)

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import apsw
 
@@ -39,7 +40,8 @@ from ..errors import (
     map_apsw_error,
     map_os_error,
 )
-from ..protocols import FactStore, HistoryStore
+from ..protocols import Embedder, FactStore, HistoryStore
+from ..rules.embedder import check_embedder
 from ..sqlite.db import MemoryDB
 from ..sqlite.engine import Engine
 from .agent_config import (
@@ -60,9 +62,9 @@ _log = logging.getLogger("sqlmem")
 _SCOPE_KEY = "scope:"
 
 
-def _open_db(path: Path, config: StoreConfig) -> MemoryDB:
+def _open_db(path: Path, config: StoreConfig, **options: Any) -> MemoryDB:
     """Open one agent's database; a seam for tests that need a slow or failing open."""
-    return MemoryDB(path, config)
+    return MemoryDB(path, config, **options)
 
 
 class _Slot:
@@ -98,7 +100,10 @@ class MemoryFactory:
         agents: Mapping[str, AgentMemoryConfig] | None = None,
         default: AgentMemoryConfig | None = None,
         max_open: int = 128,
+        embedder: Embedder | None = None,
     ) -> None:
+        """`embedder` (SPEC 17): one embedder for every agent's and scope's facts."""
+        self._embedder = check_embedder(embedder)
         if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
             raise InvalidArgumentError(f"max_open must be an int >= 1, got {max_open!r}")
         if default is None:
@@ -196,7 +201,8 @@ class MemoryFactory:
             try:
                 if slot.config.data_dir is None and self._data_dir is not None:
                     _refuse_links_below(self._data_dir, slot.path)
-                db = _open_db(slot.path, slot.config.store)
+                options = {} if self._embedder is None else {"embedder": self._embedder}
+                db = _open_db(slot.path, slot.config.store, **options)
             except BaseException as exc:
                 with self._lock:
                     self._forget(agent_id, slot)

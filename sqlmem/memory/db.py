@@ -22,6 +22,7 @@ from typing import Protocol
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
+from ..protocols import Embedder
 from .docs import InMemoryDocumentStore
 from .facts import InMemoryFactStore
 from .history import InMemoryHistoryStore
@@ -43,12 +44,14 @@ class _Twin(Protocol):
 class InMemoryDB:
     """`.history`, `.facts` and `.docs` twins (no file) with `atomic()`; thread-safe."""
 
-    def __init__(self, config: StoreConfig | None = None) -> None:
+    def __init__(
+        self, config: StoreConfig | None = None, *, embedder: Embedder | None = None
+    ) -> None:
         if config is not None and not isinstance(config, StoreConfig):
             raise InvalidArgumentError("config must be a StoreConfig")
         self.config = config or StoreConfig()
         self.history = InMemoryHistoryStore(self.config)
-        self.facts = InMemoryFactStore(self.config)
+        self.facts = InMemoryFactStore(self.config, embedder=embedder)
         self.docs = InMemoryDocumentStore(self.config)
         self._lock = threading.RLock()
         self._twins: tuple[_Twin, ...] = (self.history, self.facts, self.docs)
@@ -98,7 +101,7 @@ class InMemoryDB:
         return f"<InMemoryDB {self.history!r} {self.facts!r} {self.docs!r}>"
 
 
-def open(config: StoreConfig | None = None) -> InMemoryDB:
+def open(config: StoreConfig | None = None, *, embedder: Embedder | None = None) -> InMemoryDB:
     """A new, empty in-memory database (history, facts and documents twins with
     `atomic()`)."""
-    return InMemoryDB(config)
+    return InMemoryDB(config, embedder=embedder)

@@ -19,15 +19,18 @@ import copy
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from ..config import StoreConfig
 from ..errors import FactNotFoundError, InvalidArgumentError
-from ..protocols import SearchMode
+from ..protocols import Embedder, SearchMode
 from ..records import Fact
+from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
 from ..rules.filters import (
     FactRow,
@@ -41,6 +44,7 @@ from ..rules.filters import (
     metadata_equal_filter,
     prepare_fact,
 )
+from ..rules.hybrid import check_batch_size, check_semantic, fuse
 from ..rules.items import (
     NO_ITEM_FILTERS,
     ItemFilters,
@@ -52,6 +56,7 @@ from ..rules.items import (
 )
 from ..rules.rows import build_fact
 from ..search.bm25 import occurrences, scores
+from ..search.embedding import Embedding
 from ..search.query import (
     MAX_QUERY_TERMS,
     QueryCompiler,
@@ -60,6 +65,7 @@ from ..search.query import (
     rarest_terms,
     tokens_of,
 )
+from ..search.vectors import hybrid_leg_size, rank_by_cosine
 
 __all__ = ["InMemoryFactStore"]
 
@@ -77,6 +83,8 @@ class _Doc:
     tokens: tuple[str, ...]
     counts: Counter[str]
     hits: int
+    #: Unit vector of the content under the store's embedder (SPEC 17), or None.
+    vector: Any = None
 
     def fact(self, score: float | None = None) -> Fact:
         r = self.row
@@ -119,14 +127,30 @@ class _Doc:
 class InMemoryFactStore:
     """`FactStore` held in a dict; same protocol and semantics as `SQLiteFactStore`."""
 
-    def __init__(self, config: StoreConfig | None = None) -> None:
-        """Only `config.tokenizer` matters here; the other settings concern files."""
+    def __init__(self, config: StoreConfig | None = None, *, embedder: Embedder | None = None):
+        """Only `config.tokenizer` matters here; the other settings concern files.
+        `embedder`: vectors and search modes "vector" and "hybrid", as on SQLite."""
         if config is not None and not isinstance(config, StoreConfig):
             raise InvalidArgumentError("config must be a StoreConfig")
         self._compiler: QueryCompiler = compiler_for((config or StoreConfig()).tokenizer)
         self._docs: dict[str, _Doc] = {}
         self._next_pk = 1
         self._lock = threading.RLock()
+        self._embedding = Embedding(embedder) if check_embedder(embedder) is not None else None
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder vectors come from (None: BM25 only)."""
+        return self._embedding.embedder if self._embedding is not None else None
+
+    def _vectors_for(self, rows: Sequence[FactRow]) -> dict[str, Any]:
+        """Vectors of rows about to be written, computed before the lock is taken (the
+        embedding's content-hash cache spares identical texts)."""
+        embedding = self._embedding
+        if embedding is None or not rows:
+            return {}
+        vectors = embedding.vectors([r.content for r in rows])
+        return {r.id: v for r, v in zip(rows, vectors, strict=True) if v is not None}
 
     def __repr__(self) -> str:
         return f"<InMemoryFactStore {len(self._docs)} facts>"
@@ -147,8 +171,9 @@ class InMemoryFactStore:
 
     def index(self, fact: Fact) -> str:
         row = prepare_fact(fact)
+        vectors = self._vectors_for([row])
         with self._lock:
-            self._put(row, now_ms())
+            self._put(row, now_ms(), vectors.get(row.id))
         return row.id
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
@@ -163,14 +188,18 @@ class InMemoryFactStore:
             raise InvalidArgumentError("index_many takes an iterable of Fact")
         # all checked first: all or nothing
         rows = [prepare_fact(f, keep_hits=keep_hits) for f in facts]
+        merged = merge_batch(rows)
+        vectors = {} if keep_hits else self._vectors_for(merged)  # an import embeds after
         with self._lock:
             now = now_ms()
-            for row in merge_batch(rows):
-                self._put(row, now)
+            for row in merged:
+                self._put(row, now, vectors.get(row.id))
         return [r.id for r in rows]
 
-    def _put(self, row: FactRow, now: int) -> None:
+    def _put(self, row: FactRow, now: int, vector: Any = None) -> None:
         old = self._docs.get(row.id)
+        if vector is None and old is not None and old.row.content == row.content:
+            vector = old.vector  # a fact whose text did not change keeps its vector
         if old is None:
             pk, self._next_pk = self._next_pk, self._next_pk + 1
             created = now if row.created_ms is None else row.created_ms
@@ -188,10 +217,12 @@ class InMemoryFactStore:
             tokens=tokens,
             counts=Counter(tokens),
             hits=(1 if old is None else old.hits) if row.hits is None else row.hits,
+            vector=vector,
         )
 
     def remember(self, fact: Fact) -> str:
         row = prepare_fact(fact)
+        vectors = self._vectors_for([row])
         with self._lock:
             now = now_ms()
             if row.id not in self._docs:
@@ -204,7 +235,7 @@ class InMemoryFactStore:
                 ]
                 if found:
                     return self._merge(min(found, key=lambda d: (d.created_ms, d.pk)), row, now)
-            self._put(row, now)
+            self._put(row, now, vectors.get(row.id))
         return row.id
 
     def _merge(self, doc: _Doc, row: FactRow, now: int) -> str:
@@ -322,6 +353,23 @@ class InMemoryFactStore:
         kind: str | None = None,
         min_confidence: float | None = None,
     ) -> list[Fact]:
+        if mode == "vector" or mode == "hybrid":
+            return self._semantic(
+                query,
+                top_k,
+                mode,
+                {
+                    "tags": tags,
+                    "category": category,
+                    "source": source,
+                    "since": since,
+                    "until": until,
+                    "metadata": metadata,
+                    "layer": layer,
+                    "kind": kind,
+                    "min_confidence": min_confidence,
+                },
+            )
         check_query(query, mode)
         if mode == "raw":
             raise InvalidArgumentError(
@@ -366,6 +414,82 @@ class InMemoryFactStore:
         # Best first; equal scores in insertion order (an arbitrary but stable choice).
         ranked.sort(key=lambda hit: (-hit[1], docs[hit[0]].pk))
         return [docs[i].fact(score) for i, score in ranked[:limit]]
+
+    def _semantic(
+        self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
+    ) -> list[Fact]:
+        """Modes "vector" and "hybrid", as the SQLite store (rules.hybrid, search.vectors):
+        candidates in pk order, so equal cosines rank alike in both."""
+        text, limit, filters, items = check_semantic(query, top_k, mode, filter_args)
+        embedding = self._require_embedding(f"mode={mode!r}")
+        if limit <= 0 or not text.strip():
+            return []
+        wanted = hybrid_leg_size(limit) if mode == "hybrid" else limit
+        vector = embedding.query(text)  # before the lock
+        semantic: list[Fact] = []
+        if vector is not None:
+            with self._lock:
+                now = now_ms()
+                docs = sorted(
+                    (
+                        d
+                        for d in self._docs.values()
+                        if d.vector is not None
+                        and d.vector.shape == vector.shape
+                        and d.accepted_by(filters, items, now)
+                    ),
+                    key=lambda d: d.pk,
+                )
+            if docs:
+                matrix = np.stack([d.vector for d in docs])
+                best = rank_by_cosine(matrix, vector, wanted)
+                semantic = [docs[i].fact(cosine) for i, cosine in best]
+        if mode == "vector":
+            return semantic
+        lexical = self.search(text, wanted, mode="any", **filter_args)
+        return fuse(lexical, semantic, limit)
+
+    def _require_embedding(self, what: str) -> Embedding:
+        if self._embedding is None:
+            raise InvalidArgumentError(
+                f"{what} needs an embedder: InMemoryFactStore(embedder=...) (SPEC 17)"
+            )
+        return self._embedding
+
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Vectors for the live facts that have none; returns how many were added."""
+        batch_size = check_batch_size(batch_size)
+        if progress is not None and not callable(progress):
+            raise InvalidArgumentError("progress must be callable or None")
+        embedding = self._require_embedding("embed_pending")
+        with self._lock:
+            now = now_ms()
+            pending = sorted(
+                (d.pk, d.row.id, d.row.content)
+                for d in self._docs.values()
+                if d.vector is None and d.live(now)
+            )
+        done = 0
+        for start in range(0, len(pending), batch_size):
+            batch = pending[start : start + batch_size]
+            vectors = embedding.vectors([content for _, _, content in batch])
+            with self._lock:
+                for (_, fact_id, content), vector in zip(batch, vectors, strict=True):
+                    doc = self._docs.get(fact_id)
+                    if vector is not None and doc is not None and doc.row.content == content:
+                        doc.vector = vector
+                        done += 1
+            if progress is not None:
+                progress(done, len(pending))
+        return done
+
+    def without_vectors(self) -> int:
+        """Live facts without a vector (for `stats()`-like reporting)."""
+        with self._lock:
+            now = now_ms()
+            return sum(1 for d in self._docs.values() if d.vector is None and d.live(now))
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
         filters = metadata_equal_filter(key, value)

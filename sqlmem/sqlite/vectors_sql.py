@@ -63,8 +63,7 @@ PENDING_PAGE = (
 
 #: The full rows of the ranked facts.
 ROWS_BY_PK = (
-    f"SELECT f.pk, {_COLUMNS} FROM facts AS f"
-    " WHERE f.pk IN (SELECT value FROM json_each(:pks))"
+    f"SELECT f.pk, {_COLUMNS} FROM facts AS f WHERE f.pk IN (SELECT value FROM json_each(:pks))"
 )
 
 
