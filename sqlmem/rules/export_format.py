@@ -21,7 +21,11 @@ observe, exactly. Line 1 is a header; then one record per line:
      "sort_order": 3, "revision": 4, "created_at": "...", "updated_at": "..."}
     {"type": "revision", "path": "MEMORY.md", "revision": 3, "content": "...",
      "updated_at": "..."}
+    {"type": "vector", "id": "<fact id>", "model": "...", "dim": 256,
+     "data": "<base64 of float32 little-endian>"}
 
+A vector record (0.2, SPEC 17) follows the facts: the embedding of that fact's content; an
+import stores it when the fact exists (vectors of facts the file does not hold are skipped).
 A fact's memory-item keys (0.2, SPEC 12) are optional: a 0.1 export without them imports
 with their defaults. `fingerprint` is written for readers and ignored on import (the store
 computes it from the content); `hits` is restored. Expired facts are not exported.
@@ -40,6 +44,7 @@ the import with its line number (or, for records given as objects, its position)
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -106,6 +111,8 @@ class ImportCounts:
     documents_skipped: int = 0
     revisions: int = 0
     revisions_skipped: int = 0
+    vectors: int = 0
+    vectors_skipped: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -250,9 +257,19 @@ class RevisionRow:
     updated_ms: int
 
 
-#: A validated record: a message with its place, a session summary, a fact, a document or
-#: one of its kept revisions.
-Row = MessageRow | SummaryRow | Fact | DocumentRow | RevisionRow
+@dataclass(frozen=True)
+class VectorRow:
+    """The stored embedding of fact `id`'s content under `model` (float32 LE bytes)."""
+
+    id: str
+    model: str
+    dim: int
+    data: bytes
+
+
+#: A validated record: a message with its place, a session summary, a fact, a document,
+#: one of its kept revisions, or a fact's vector.
+Row = MessageRow | SummaryRow | Fact | DocumentRow | RevisionRow | VectorRow
 
 
 def validate_batch(batch: list[tuple[int, Any]], unit: str) -> list[Row]:
@@ -303,9 +320,34 @@ def _validate(record: Any) -> Row:
         return _document(fields)
     if kind == "revision":
         return _revision(fields)
+    if kind == "vector":
+        return _vector(fields)
     raise ValueError(
-        f"unknown record type {kind!r} (expected message, summary, fact, document or revision)"
+        f"unknown record type {kind!r} "
+        "(expected message, summary, fact, document, revision or vector)"
     )
+
+
+def _vector(fields: dict[str, Any]) -> VectorRow:
+    extra = set(fields) - {"id", "model", "dim", "data"}
+    if extra:
+        raise ValueError(f"unknown field(s) in a vector record: {', '.join(sorted(extra))}")
+    fact, model, dim, data = (fields.get(k) for k in ("id", "model", "dim", "data"))
+    if not isinstance(fact, str) or not fact:
+        raise ValueError("vector record: id must be a non-empty string")
+    if not isinstance(model, str) or not model:
+        raise ValueError("vector record: model must be a non-empty string")
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 65536:
+        raise ValueError("vector record: dim must be an int in [1, 65536]")
+    if not isinstance(data, str):
+        raise ValueError("vector record: data must be base64 text")
+    try:
+        raw = base64.b64decode(data.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError):
+        raise ValueError("vector record: data is not valid base64") from None
+    if len(raw) != 4 * dim:
+        raise ValueError(f"vector record: data holds {len(raw)} bytes, not 4 * dim = {4 * dim}")
+    return VectorRow(fact, model, dim, raw)
 
 
 def _document(fields: dict[str, Any]) -> DocumentRow:

@@ -17,6 +17,7 @@ from .docs_transfer import export_documents
 from .facts_sql import EXPORT_FACTS_PAGE
 from .history_sql import EXPORT_MESSAGES_PAGE, EXPORT_SESSIONS_PAGE
 from .migrations import read_user_version
+from .vectors_transfer import export_vectors
 
 if TYPE_CHECKING:
     from .db import MemoryDB
@@ -28,8 +29,8 @@ _PAGE = 1000
 
 
 def export_records(db: MemoryDB, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
-    """The header, then every message, session summary, fact, document and kept
-    document revision of `db`, as dicts.
+    """The header, then every message, session summary, fact, fact vector, document and
+    kept document revision of `db`, as dicts.
 
     Rows are read in pages of 1,000 by key, each page in its own short read, so a large
     export neither holds a reader open while the caller writes nor loads the file into
@@ -44,7 +45,9 @@ def export_records(db: MemoryDB, progress: Progress | None = None) -> Iterator[d
         "schema_version": version,
         "exported_at": iso_ms(datetime.now(timezone.utc)),
     }
-    records = _chain(_messages(db), _summaries(db), _facts(db), export_documents(db))
+    records = _chain(
+        _messages(db), _summaries(db), _facts(db), export_vectors(db), export_documents(db)
+    )
     for count, record in enumerate(records, start=1):
         yield record
         if progress is not None and count % 10_000 == 0:

@@ -45,6 +45,7 @@ from ..rules.export_format import (
     RevisionRow,
     Row,
     SummaryRow,
+    VectorRow,
     newer_record,
     read_export,
     read_records,
@@ -55,6 +56,7 @@ from ..search.query import segment
 from .docs_transfer import import_document, import_revision
 from .facts_sql import IMPORT_STORED_FACT
 from .history_sql import IMPORT_MESSAGE, IMPORT_SESSION, RECOUNT_HOLES, SELECT_SUMMARY
+from .vectors_transfer import import_vector
 
 if TYPE_CHECKING:
     import apsw
@@ -101,6 +103,8 @@ def import_stream(
                 progress(done)
     if batch:
         _write_batch(db, validate_batch(batch, stream.unit), counts, undated)
+    if db.facts.embedder is not None:  # facts the file brought without vectors (SPEC 17),
+        db.facts.embed_pending()  # embedded after the import's transactions, not in them
     return counts
 
 
@@ -114,6 +118,7 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
     searchable = 1 if db.config.history_search else 0
     now = now_ms()
     winners: dict[str, Fact] = {}  # keeps the first position of an id (its pk order)
+    vectors: list[VectorRow] = []  # stored after the batch's facts
     seen = 0
     sessions: set[int] = set()  # touched: their popped seqs (holes) are counted again
     with db.engine.write() as conn:
@@ -126,6 +131,8 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
                 import_document(conn, row, db.config.doc_revisions, counts)
             elif isinstance(row, RevisionRow):
                 import_revision(conn, row, db.config.doc_revisions, counts)
+            elif isinstance(row, VectorRow):
+                vectors.append(row)
             else:
                 seen += 1
                 best = winners.get(row.id)
@@ -143,6 +150,8 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
                 undated.discard(f.id)
         counts.facts += len(facts)
         counts.facts_skipped += seen - len(facts)
+        for vector in vectors:
+            import_vector(conn, vector, counts)
 
 
 def _write_message(

@@ -12,12 +12,15 @@ from ..rules.encoding import now_ms
 from .facts_sql import _COLUMNS, LIVE, NO_ITEM_KEY, FilterKey, ItemKey, _where
 
 __all__ = [
+    "EXPORT_PAGE",
     "FILL_ONE",
+    "IMPORT_TARGET",
     "PENDING_COUNT",
     "PENDING_PAGE",
     "ROWS_BY_PK",
     "STORED_BY_HASH",
     "UPSERT_BY_ID",
+    "UPSERT_BY_PK",
     "WITHOUT_VECTORS",
     "candidates_sql",
     "count_without_vectors",
@@ -87,3 +90,20 @@ def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:
     """Live facts without a vector of `model` (of any model when None), for `stats()`."""
     row: Any = conn.execute(WITHOUT_VECTORS, {"now": now_ms(), "model": model}).fetchall()
     return int(row[0][0])
+
+
+#: Export: the live facts' vectors, a page at a time, in fact order.
+EXPORT_PAGE = (
+    "SELECT v.fact_pk, f.id, v.model, v.dim, v.vector FROM fact_vectors AS v"
+    f" CROSS JOIN facts AS f ON f.pk = v.fact_pk WHERE v.fact_pk > :after AND {LIVE}"
+    " ORDER BY v.fact_pk LIMIT :limit"
+)
+#: Import: the fact a vector record belongs to, and what is stored for it.
+IMPORT_TARGET = (
+    "SELECT f.pk, f.content, v.model, v.vector FROM facts AS f"
+    " LEFT JOIN fact_vectors AS v ON v.fact_pk = f.pk WHERE f.id = ?"
+)
+UPSERT_BY_PK = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " VALUES (:pk, :model, :dim, :hash, :vector)" + _SET
+)

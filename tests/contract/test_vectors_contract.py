@@ -4,6 +4,7 @@ failure never costs a write; embed_pending; the twin agrees with SQLite."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
@@ -20,6 +21,8 @@ from sqlmem import Fact, InvalidArgumentError
 from sqlmem.embedders import HashEmbedder, WordLlamaEmbedder
 from sqlmem.protocols import FactStore
 from sqlmem.search.vectors import RRF_K, checked_rows
+from sqlmem.sqlite.export import export_records
+from sqlmem.sqlite.importer import import_lines
 
 
 class CountingEmbedder:
@@ -283,3 +286,32 @@ def test_sqlite_and_the_twin_agree(
                 assert [f.score for f in a] == pytest.approx([f.score for f in b], abs=1e-6)
                 if mode == "vector":  # equal cosines rank by insertion in both
                     assert [f.id for f in a] == [f.id for f in b]
+
+
+def test_vectors_travel_in_the_export_and_import_checks_them(tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    source, target, plain = tmp_path / "a.db", tmp_path / "b.db", tmp_path / "c.db"
+    dump = tmp_path / "dump.jsonl"
+    with sqlmem.open(source, embedder=embedder) as db:
+        db.facts.index(Fact(id="a", content="red apples"))
+        db.facts.index(Fact(id="b", content="blue sea"))
+        embedder.mode = "raise"
+        db.facts.index(Fact(id="c", content="no vector yet"))
+        embedder.mode = "ok"
+        with dump.open("w") as out:
+            for record in export_records(db):
+                out.write(json.dumps(record) + "\n")
+    records = [line for line in dump.read_text().splitlines() if '"type": "vector"' in line]
+    assert len(records) == 2
+    calls = len(embedder.texts)
+    with sqlmem.open(target, embedder=embedder) as db:
+        counts = import_lines(db, dump.read_text().splitlines())
+        assert (counts.vectors, counts.vectors_skipped) == (2, 0)
+        assert embedder.texts[calls:] == ["no vector yet"]  # only the missing one embedded
+        assert db.stats()["facts_without_vectors"] == 0
+        assert db.facts.search("red apples", mode="vector", top_k=1)[0].id == "a"
+        again = import_lines(db, dump.read_text().splitlines())
+        assert (again.vectors, again.vectors_skipped) == (0, 2)
+    with sqlmem.open(plain) as db:  # no embedder: the vectors are kept all the same
+        import_lines(db, dump.read_text().splitlines())
+        assert db.stats()["facts_without_vectors"] == 1
