@@ -331,3 +331,13 @@ def test_concurrent_pops_take_each_message_once(history: HistoryStore) -> None:
     assert set(left).isdisjoint(popped)
     assert sorted(left + popped) == sorted([*range(1, 201), *appended])
     assert history.count("s") == len(left) == 300 - len(popped)
+
+
+@pytest.mark.parametrize("session_id", [None, "", "x" * 513, 3, "bad \ud800"])
+def test_pop_and_around_refuse_bad_session_ids(history: HistoryStore, session_id: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="session_id"):
+        history.pop(session_id)
+    with pytest.raises(InvalidArgumentError, match="session_id"):
+        history.around(session_id, 1)
+    with pytest.raises(InvalidArgumentError, match="session_id"):
+        history.get_recent(session_id, 1, pair_safe=False)
