@@ -210,8 +210,9 @@ class Filters:
     since_ms: int | None = None
     until_ms: int | None = None
     metadata: tuple[Condition, ...] = ()
-    metadata_json: str = ""  # the conditions as the SQL predicate reads them:
-    metadata_ops_json: str = ""  # equalities, then the other operators (rules.metadata)
+    # The conditions as the SQL predicate reads them (rules.metadata.conditions_json):
+    metadata_json: str = ""  # the equalities, one JSON object
+    metadata_ops_json: str = ""  # the other operators, a JSON array
 
     @property
     def empty(self) -> bool:

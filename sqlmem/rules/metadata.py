@@ -34,9 +34,9 @@ from .encoding import dumps_json, encode_metadata_json
 
 __all__ = ["Condition", "compile_metadata", "conditions_json", "json_equal"]
 
-#: Operator -> (compiled op, what its argument must be).
+#: Operator -> the compiled op (`_operator` checks the argument each one takes).
 _OPS = {
-    "$eq": "in",
+    "$eq": "eq",
     "$ne": "nin",
     "$in": "in",
     "$nin": "nin",
@@ -154,9 +154,9 @@ def _operator(key: str, op: str, arg: Any, original: Any) -> Condition:
             f"metadata[{key!r}]: unknown operator {op!r}; expected one of {', '.join(_OPS)}"
         )
     if op == "$eq":
-        return Condition(key, "eq", arg)
+        return Condition(key, compiled, arg)
     if op == "$ne":
-        return Condition(key, compiled, [arg])
+        return Condition(key, compiled, [arg])  # nin of one value
     if op in ("$in", "$nin"):
         if not isinstance(original, (list, tuple)):
             raise InvalidArgumentError(

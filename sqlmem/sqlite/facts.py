@@ -29,6 +29,11 @@ with and without ANALYZE statistics, for every filter):
   MATCH, and the FTS-driven cost is bounded by the query's posting lists, which the same
   query pays without filters (p50 ~1-2 ms for two ORed words + a filter).
 
+Metadata filters (equalities and 0.2's `$` operators, compiled by `rules.metadata`) are
+one constant predicate over bound JSON, checked on the candidates only. A `list` with
+tags and a metadata filter is driven by the rarest wanted tag's fact_tags rows, never a
+scan of facts (pinned by tests/unit/test_metadata_plans.py).
+
 Mode "any" is the exact OR query on stores under 20,000 facts, for one-word queries,
 queries without a common word and filtered searches. On larger stores a query mixing
 rare and common words ranks the facts holding a rare word (and, when some are expected,

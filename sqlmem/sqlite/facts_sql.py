@@ -156,8 +156,8 @@ AND NOT EXISTS (
 
 # Which wanted tag drives a tag-filtered list: the one fewest facts hold (each counted in
 # fact_tags' primary key; an absent tag counts 0 and ends the list at once).
-_RAREST_TAG = """d.tag = (SELECT value FROM json_each(:tags)
-    ORDER BY (SELECT count(*) FROM fact_tags AS n WHERE n.tag = value) LIMIT 1)"""
+_RAREST_TAG = """d.tag = (SELECT w.value FROM json_each(:tags) AS w
+    ORDER BY (SELECT count(*) FROM fact_tags AS n WHERE n.tag = w.value) LIMIT 1)"""
 
 # Memory-item filters (rules/items.py, ItemFilters.key: after Filters.key's).
 _LAYER = "f.layer IN (SELECT value FROM json_each(:layers))"

@@ -7,7 +7,10 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
   `last_seq` inside the write transaction (an upsert with RETURNING), so seqs stay unique
   and gap-free with any number of threads and processes. Compaction only moves
   `archived_seq`: messages with `seq <= archived_seq` are archived, and no message row is
-  rewritten. `unindexed` marks sessions holding messages stored with history search off;
+  rewritten. 0.2: `pop` deletes the newest active message and leaves `last_seq` alone (a
+  seq is never handed out twice), so seqs may have holes; `holes` counts those in the
+  active range, keeping `count` one row read (`history_archive` keeps it right when the
+  boundary moves). `unindexed` marks sessions holding messages stored with history search off;
   the next open with search on indexes them (`index_unsearchable_messages`). A row
   whose `session_id` is a BLOB is a session being purged in chunks ("detached"): no read
   can name it, and `purge.finish_purges` deletes it with its messages.

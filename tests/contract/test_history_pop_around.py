@@ -5,6 +5,7 @@ SQLite, a reopen and an export/import round trip."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -291,3 +292,52 @@ def test_export_and_import_keep_counts_with_holes(tmp_path: Path) -> None:
         assert db.history.compact("s", 1) == 2 and db.history.count("s") == 1
         assert db.history.append("s", user("8")) == 8
         assert db.history.count("s") == 2
+
+
+def test_concurrent_pops_take_each_message_once(history: HistoryStore) -> None:
+    """8 threads popping while 2 append: every message is popped at most once, none is
+    lost, and no seq is handed out twice."""
+    history.append_many("s", [user(f"m{i}") for i in range(200)])
+    popped: list[int] = []
+    appended: list[int] = []
+    lock = threading.Lock()
+    start = threading.Barrier(10)
+
+    def popper() -> None:
+        start.wait()
+        for _ in range(40):
+            got = history.pop("s")
+            if got is not None:
+                with lock:
+                    popped.append(got.seq or 0)
+
+    def appender() -> None:
+        start.wait()
+        for i in range(50):
+            seq = history.append("s", user(f"new{i}"))
+            with lock:
+                appended.append(seq)
+
+    threads = [threading.Thread(target=popper) for _ in range(8)]
+    threads += [threading.Thread(target=appender) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(popped) == len(set(popped))  # never the same message twice
+    assert len(appended) == len(set(appended)) == 100
+    assert set(appended).isdisjoint(range(1, 201))  # seqs are never reused
+    left = seqs(history.get_all("s"))
+    assert set(left).isdisjoint(popped)
+    assert sorted(left + popped) == sorted([*range(1, 201), *appended])
+    assert history.count("s") == len(left) == 300 - len(popped)
+
+
+@pytest.mark.parametrize("session_id", [None, "", "x" * 513, 3, "bad \ud800"])
+def test_pop_and_around_refuse_bad_session_ids(history: HistoryStore, session_id: Any) -> None:
+    with pytest.raises(InvalidArgumentError, match="session_id"):
+        history.pop(session_id)
+    with pytest.raises(InvalidArgumentError, match="session_id"):
+        history.around(session_id, 1)
+    with pytest.raises(InvalidArgumentError, match="session_id"):
+        history.get_recent(session_id, 1, pair_safe=False)

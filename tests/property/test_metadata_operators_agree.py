@@ -6,6 +6,7 @@ and through a filtered `search`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from sqlmem.records import Fact
 from sqlmem.sqlite.engine import Engine
 from sqlmem.sqlite.facts import SQLiteFactStore
 
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 KEYS = ["a", "b.c", "$d", "é", "k\x00", 'q"']
 OPS = ["$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists"]
 
@@ -137,7 +139,16 @@ def sqlite_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SQLiteFac
 def test_sqlite_twin_and_reference_select_the_same_facts(
     sqlite_store: SQLiteFactStore, metas: list[dict[str, Any]], wanted: dict[str, Any]
 ) -> None:
-    facts = [Fact(id=f"f{i}", content=f"word {i}", metadata=m) for i, m in enumerate(metas)]
+    facts = [
+        Fact(
+            id=f"f{i}",
+            content=f"word {i}",
+            tags=["even" if i % 2 == 0 else "odd", "all"],
+            metadata=m,
+            created_at=T0 + timedelta(seconds=i),
+        )
+        for i, m in enumerate(metas)
+    ]
     twin = InMemoryFactStore()
     sqlite_store.delete_many([f.id for f in sqlite_store.list(limit=1000)])
     sqlite_store.index_many(facts)
@@ -156,3 +167,9 @@ def test_sqlite_twin_and_reference_select_the_same_facts(
         found = {f.id for f in store.search("word", top_k=1000, metadata=wanted)}
         assert listed == expected, (type(store).__name__, listed, expected)
         assert found == expected, (type(store).__name__, found, expected)
+        # with a tag too: a list is then driven by the tag's rows (facts_sql.list_sql)
+        tagged = {f"f{i}" for i in range(len(metas)) if i % 2 == 0}
+        got = [f.id for f in store.list(tags=["even"], metadata=wanted, limit=1000)]
+        assert got == sorted(expected & tagged, key=lambda i: -int(i[1:]))  # newest first
+        found = {f.id for f in store.search("word", 1000, tags=["even"], metadata=wanted)}
+        assert found == expected & tagged
