@@ -23,12 +23,14 @@ __all__ = [
     "MAX_CONTENT_BYTES",
     "MAX_PATH_LENGTH",
     "Block",
+    "Change",
     "appended",
     "build_document",
     "build_hit",
     "build_info",
     "build_revision",
     "build_write",
+    "changed_lines",
     "check_bool",
     "check_content",
     "check_day",
@@ -39,6 +41,7 @@ __all__ = [
     "daily_heading",
     "daily_path",
     "edited",
+    "lines_between",
     "new_flags",
     "prune_below",
     "split_blocks",
@@ -190,15 +193,23 @@ def edited(content: str, old_text: Any, new_text: Any, replace_all: Any) -> tupl
     check_bool(replace_all, "replace_all")
     if not old_text:
         raise EditMismatchError("edit: old_text is empty; give the exact text to replace")
-    found = content.count(old_text)
+    if replace_all:
+        found = content.count(old_text)
+        if found:
+            return content.replace(old_text, new_text), found
+    else:
+        # One scan for the usual case (found once), not a count and then a replace.
+        at = content.find(old_text)
+        end = at + len(old_text)
+        if at >= 0 and content.find(old_text, end) < 0:
+            return content[:at] + new_text + content[end:], 1
+        found = content.count(old_text)
     if found == 0:
         raise EditMismatchError("edit: old_text was found 0 times in the document")
-    if found > 1 and not replace_all:
-        raise EditMismatchError(
-            f"edit: old_text was found {found} times; give more context to make it unique, "
-            "or pass replace_all=True"
-        )
-    return content.replace(old_text, new_text), found
+    raise EditMismatchError(
+        f"edit: old_text was found {found} times; give more context to make it unique, "
+        "or pass replace_all=True"
+    )
 
 
 def appended(content: str, text: str) -> str:
@@ -253,6 +264,89 @@ def split_blocks(content: str) -> list[Block]:
     if start > 0:
         blocks.append(Block(start, len(lines), "\n".join(lines[start - 1 :])))
     return blocks
+
+
+class Change(NamedTuple):
+    """Where two contents differ, by lines (1-based): lines before `first` are the same in
+    both, and so are the lines after `old_last` in the old content and after `new_last`
+    in the new one (they are as many). `start` is where the line `first` starts (the same
+    offset in both); `new_end` is where the line `new_last` ends in the new content."""
+
+    first: int
+    old_last: int
+    new_last: int
+    start: int
+    new_end: int
+
+
+def changed_lines(old: str, new: str) -> Change:
+    """The lines an edit may have changed, found from the common prefix and suffix (a few
+    compares of 4 KB slices, not a walk over every line), so a store re-indexes only the
+    blocks around a change. Conservative: a line partly changed counts as changed."""
+    prefix = _common_prefix(old, new)
+    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+    first = old.count("\n", 0, prefix) + 1
+    old_last = old.count("\n", 0, len(old) - suffix) + 1
+    new_last = new.count("\n", 0, len(new) - suffix) + 1
+    end = new.find("\n", len(new) - suffix)
+    return Change(
+        first, old_last, new_last, old.rfind("\n", 0, prefix) + 1, len(new) if end < 0 else end
+    )
+
+
+def lines_between(text: str, change: Change, first: int, last: int) -> str:
+    """Lines `first`..`last` of `text` (the new content), which hold the lines
+    `change.first`..`change.new_last`: found by walking the few lines around the change."""
+    start = change.start
+    for _ in range(change.first - first):
+        start = text.rfind("\n", 0, start - 1) + 1
+    end = change.new_end
+    for _ in range(last - change.new_last):
+        found = text.find("\n", end + 1)
+        end = len(text) if found < 0 else found
+    return text[start:end]
+
+
+_CHUNK = 4096
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n:
+        k = min(_CHUNK, n - i)
+        if a[i : i + k] == b[i : i + k]:
+            i += k
+            continue
+        lo, hi = i, i + k  # a[i:lo] == b[i:lo]; a mismatch lies in [lo, hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if a[lo:mid] == b[lo:mid]:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+    return n
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """The length of the common suffix, at most `limit`."""
+    la, lb = len(a), len(b)
+    j = 0
+    while j < limit:
+        k = min(_CHUNK, limit - j)
+        if a[la - j - k : la - j] == b[lb - j - k : lb - j]:
+            j += k
+            continue
+        lo, hi = j, j + k  # suffixes of length lo agree; a mismatch within the next hi - lo
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+    return limit
 
 
 # -- records from stored values (no validation: the engine wrote them) -----------------------
