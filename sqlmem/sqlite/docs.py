@@ -281,14 +281,15 @@ class SQLiteDocumentStore:
         if not terms or limit <= 0:
             return []
         match = compiler.match(query, "any") if len(terms) <= MAX_QUERY_TERMS else None
-        statement = sql.SEARCH_PREFIX if prefix else sql.SEARCH
         with self._engine.read() as conn:
             if match is None:  # a long query: its rarest words, counted in this snapshot
                 match = phrases(capped_terms(conn, sql.ANY, terms, "any"), " OR ")
                 if match is None:
                     return []
             params = {"query": match, "limit": limit, "prefix": prefix}
-            rows: list[Any] = conn.execute(statement, params).fetchall()
+            rows: list[Any] = conn.execute(
+                sql.SEARCH_PREFIX if prefix else sql.SEARCH, params
+            ).fetchall()
         return [build_hit(p, start, end, text, -score) for p, start, end, text, score in rows]
 
     def render_files(self) -> str:
