@@ -113,6 +113,23 @@ def test_export_never_follows_or_replaces_a_symlinks_target(
     assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []  # no temp left
 
 
+def test_export_skips_a_path_another_client_stored(open_db: OpenDB, tmp_path: Path) -> None:
+    """A row written by another SQLite client bypasses the path rule: export checks again."""
+    db = open_db()
+    db.docs.write("ok.md", "fine")
+    with db.engine.write() as conn:
+        for evil in ("../evil.md", "/tmp/evil.md", "a/../../evil.md"):
+            conn.execute(
+                "INSERT INTO documents (path, enabled, sort_order, revision, size, created_at,"
+                " updated_at, content) VALUES (?, 0, 100, 1, 1, 0, 0, 'x')",
+                (evil,),
+            )
+    folder = tmp_path / "deep" / "sync"
+    assert db.docs.export_dir(folder) == 1
+    assert sorted(p.name for p in folder.iterdir()) == ["ok.md"]
+    assert not (tmp_path / "deep" / "evil.md").exists() and not (tmp_path / "evil.md").exists()
+
+
 def test_export_replaces_files_whole(open_db: OpenDB, tmp_path: Path) -> None:
     db = open_db()
     db.docs.write("a.md", "short")
