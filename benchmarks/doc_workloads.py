@@ -1,13 +1,13 @@
 """W7: workspace documents (issue 16). A 20 KB MEMORY.md read and edited, against raw apsw
 doing the same work on a plain table; the golemcore memory block with 8 days of notes.
 
-- W7a `docs.read` of a 20 KB document vs raw apsw reading the same row (the same
+- `docs.read` of a 20 KB document vs raw apsw reading the same row (the same
   columns, a plain tuple). Target p50 <= 2x.
-- W7b `docs.edit` of that document with 50 revisions kept (so every edit also prunes
+- `docs.edit` of that document with 50 revisions kept (so every edit also prunes
   one) vs raw apsw doing read, replace, update, insert the revision and prune it, in one
   `BEGIN IMMEDIATE` transaction, without full-text search. sqlmem's edit also re-indexes
   the block it changed. Target p50 <= 2x.
-- W7c `render_memory_context` with MEMORY.md and 8 days of daily notes. Target p50 under
+- `render_memory_context` with MEMORY.md and 8 days of daily notes. Target p50 under
   1 ms (the "raw" column holds that budget, 1000 µs).
 """
 
@@ -100,7 +100,7 @@ def w7_documents(ctx: Context) -> list[Row]:
     try:
         rows = _read_rows(db, raw, calls)
         samples = latency_interleaved({"raw": raw_edit, "sqlmem": sqlmem_edit}, range(calls))
-        rows += _rows("W7b docs.edit, 20 KB, 50 revisions kept", samples, 2.0)
+        rows += _rows("W7 docs.edit, 20 KB, 50 revisions kept", samples, 2.0)
         assert len(db.docs.revisions(PATH)) == KEEP
         rows += _render_rows(ctx, db, calls)
     finally:
@@ -120,7 +120,7 @@ def _read_rows(db: sqlmem.MemoryDB, raw: Any, calls: int) -> list[Row]:
         },
         range(calls),
     )
-    return _rows("W7a docs.read, 20 KB", samples, 2.0)
+    return _rows("W7 docs.read, 20 KB", samples, 2.0)
 
 
 def _render_rows(ctx: Context, db: sqlmem.MemoryDB, calls: int) -> list[Row]:
@@ -133,7 +133,7 @@ def _render_rows(ctx: Context, db: sqlmem.MemoryDB, calls: int) -> list[Row]:
         {"sqlmem": lambda _: db.docs.render_memory_context(today=today)}, range(calls)
     )["sqlmem"]
     p50, p99 = percentile(samples, 50), percentile(samples, 99)
-    name = "W7c render_memory_context, 8 days of notes"
+    name = "W7 render_memory_context, 8 days of notes"
     return [
         Row(name, "p50 µs (raw = the 1 ms budget)", p50, 1000.0, p50 / 1000.0, "p50 < 1 ms", 1.0),
         Row(name, "p99 µs", p99, 1000.0, None),
