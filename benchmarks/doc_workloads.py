@@ -5,7 +5,7 @@ doing the same work on a plain table; the golemcore memory block with 8 days of 
   columns, a plain tuple). Target p50 <= 2x.
 - `docs.edit` of that document with 50 revisions kept (so every edit also prunes
   one) vs raw apsw doing read, replace, update, insert the revision and prune it, in one
-  `BEGIN IMMEDIATE` transaction, without full-text search. sqlmem's edit also re-indexes
+  transaction, without full-text search. sqlmem's edit also re-indexes
   the block it changed. Target p50 <= 2x.
 - `render_memory_context` with MEMORY.md and 8 days of daily notes. Target p50 under
   1 ms (the "raw" column holds that budget, 1000 µs).
@@ -86,7 +86,7 @@ def w7_documents(ctx: Context) -> list[Row]:
     def raw_edit(_: Any) -> int:
         n = state["raw"]
         state["raw"] = n + 1
-        with raw:  # BEGIN IMMEDIATE would be the same here: one writer
+        with raw:  # one transaction (a savepoint); BEGIN IMMEDIATE costs the same alone
             pk, content, revision, size, updated = raw.execute(RAW_SELECT, (PATH,)).fetchall()[0]
             new = content.replace(f"marker{n} ", f"marker{n + 1} ")
             raw.execute(RAW_KEEP, (pk, revision, size, updated, content))

@@ -1,10 +1,10 @@
 """The rules of the workspace documents (SPEC 14), written once for every backend.
 
 Paths, content limits, the defaults of a new document, what `edit`, `append` and
-`append_daily` make of a content, how a content is cut into search blocks, how many
-revisions are kept, and the records built from stored values. The SQLite store and the
-in-memory twin both call these, so they cannot drift apart; the folder sync is in
-`doc_folders`, the prompt blocks in `doc_render`.
+`append_daily` make of a content, how many revisions are kept, and the records built from
+stored values. The SQLite store and the in-memory twin both call these, so they cannot
+drift apart; the search blocks are in `doc_blocks`, the folder sync in `doc_folders`, the
+prompt blocks in `doc_render`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 import re
 from datetime import date, datetime, timezone
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..doc_records import Document, DocumentHit, DocumentInfo, DocumentWrite, RevisionInfo
 from ..errors import EditMismatchError, InvalidArgumentError
@@ -22,15 +22,12 @@ from .rows import _unvalidated
 __all__ = [
     "MAX_CONTENT_BYTES",
     "MAX_PATH_LENGTH",
-    "Block",
-    "Change",
     "appended",
     "build_document",
     "build_hit",
     "build_info",
     "build_revision",
     "build_write",
-    "changed_lines",
     "check_bool",
     "check_content",
     "check_day",
@@ -41,10 +38,8 @@ __all__ = [
     "daily_heading",
     "daily_path",
     "edited",
-    "lines_between",
     "new_flags",
     "prune_below",
-    "split_blocks",
     "utf8_size",
 ]
 
@@ -232,121 +227,6 @@ def prune_below(revision: int, keep: int) -> int:
     """Previous contents numbered below this are dropped once `revision` is current
     (the last `keep` previous ones, `revision - keep` .. `revision - 1`, stay)."""
     return revision - keep
-
-
-# -- search blocks --------------------------------------------------------------------------
-
-
-class Block(NamedTuple):
-    """A run of non-blank lines: first and last line numbers (from 1) and its text."""
-
-    start_line: int
-    end_line: int
-    text: str
-
-
-def split_blocks(content: str) -> list[Block]:
-    """The blocks of a content: runs of lines that are not blank (whitespace only).
-
-    Lines are split on '\\n' only (a '\\r' before it stays in the line, and is blank
-    space), so line numbers are those an editor shows for LF and CRLF files alike.
-    """
-    blocks: list[Block] = []
-    lines = content.split("\n")
-    start = -1
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            if start < 0:
-                start = number
-        elif start > 0:
-            blocks.append(Block(start, number - 1, "\n".join(lines[start - 1 : number - 1])))
-            start = -1
-    if start > 0:
-        blocks.append(Block(start, len(lines), "\n".join(lines[start - 1 :])))
-    return blocks
-
-
-class Change(NamedTuple):
-    """Where two contents differ, by lines (1-based): lines before `first` are the same in
-    both, and so are the lines after `old_last` in the old content and after `new_last`
-    in the new one (they are as many). `start` is where the line `first` starts (the same
-    offset in both); `new_end` is where the line `new_last` ends in the new content."""
-
-    first: int
-    old_last: int
-    new_last: int
-    start: int
-    new_end: int
-
-
-def changed_lines(old: str, new: str) -> Change:
-    """The lines an edit may have changed, found from the common prefix and suffix (a few
-    compares of 4 KB slices, not a walk over every line), so a store re-indexes only the
-    blocks around a change. Conservative: a line partly changed counts as changed."""
-    prefix = _common_prefix(old, new)
-    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
-    first = old.count("\n", 0, prefix) + 1
-    old_last = old.count("\n", 0, len(old) - suffix) + 1
-    new_last = new.count("\n", 0, len(new) - suffix) + 1
-    end = new.find("\n", len(new) - suffix)
-    return Change(
-        first, old_last, new_last, old.rfind("\n", 0, prefix) + 1, len(new) if end < 0 else end
-    )
-
-
-def lines_between(text: str, change: Change, first: int, last: int) -> str:
-    """Lines `first`..`last` of `text` (the new content), which hold the lines
-    `change.first`..`change.new_last`: found by walking the few lines around the change."""
-    start = change.start
-    for _ in range(change.first - first):
-        start = text.rfind("\n", 0, start - 1) + 1
-    end = change.new_end
-    for _ in range(last - change.new_last):
-        found = text.find("\n", end + 1)
-        end = len(text) if found < 0 else found
-    return text[start:end]
-
-
-_CHUNK = 4096
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n:
-        k = min(_CHUNK, n - i)
-        if a[i : i + k] == b[i : i + k]:
-            i += k
-            continue
-        lo, hi = i, i + k  # a[i:lo] == b[i:lo]; a mismatch lies in [lo, hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if a[lo:mid] == b[lo:mid]:
-                lo = mid
-            else:
-                hi = mid
-        return lo
-    return n
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """The length of the common suffix, at most `limit`."""
-    la, lb = len(a), len(b)
-    j = 0
-    while j < limit:
-        k = min(_CHUNK, limit - j)
-        if a[la - j - k : la - j] == b[lb - j - k : lb - j]:
-            j += k
-            continue
-        lo, hi = j, j + k  # suffixes of length lo agree; a mismatch within the next hi - lo
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            if a[la - mid : la - lo] == b[lb - mid : lb - lo]:
-                lo = mid
-            else:
-                hi = mid
-        return lo
-    return limit
 
 
 # -- records from stored values (no validation: the engine wrote them) -----------------------

@@ -38,17 +38,16 @@ from ..doc_records import (
     RevisionInfo,
 )
 from ..errors import DocumentNotFoundError
+from ..rules.doc_blocks import Block, changed_lines, lines_between, split_blocks
 from ..rules.doc_folders import read_folder, write_folder
 from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
 from ..rules.documents import (
-    Block,
     appended,
     build_document,
     build_hit,
     build_info,
     build_revision,
     build_write,
-    changed_lines,
     check_bool,
     check_content,
     check_day,
@@ -59,10 +58,8 @@ from ..rules.documents import (
     daily_heading,
     daily_path,
     edited,
-    lines_between,
     new_flags,
     prune_below,
-    split_blocks,
 )
 from ..rules.encoding import dumps_json, now_ms
 from ..rules.filters import check_limit, check_query

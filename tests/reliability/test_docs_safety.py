@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -186,6 +187,30 @@ def test_import_is_one_transaction(open_db: OpenDB, tmp_path: Path) -> None:
     store._put = original  # type: ignore[attr-defined]
     assert [i.path for i in db.docs.list()] == ["n0.md"]
     assert db.docs.read("n0.md").content == "old"  # type: ignore[union-attr]
+
+
+def test_appends_from_many_threads_are_all_kept(open_db: OpenDB) -> None:
+    """Each append reads and rewrites the whole document inside one write transaction, so
+    concurrent appends never lose one another's line."""
+    db = open_db()
+    barrier = threading.Barrier(4)
+
+    def worker(t: int) -> None:
+        barrier.wait()
+        for i in range(40):
+            db.docs.append("HISTORY.md", f"t{t} line {i}")
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    doc = db.docs.read("HISTORY.md")
+    assert doc is not None and doc.revision == 160
+    assert sorted(doc.content.split("\n")) == sorted(
+        f"t{t} line {i}" for t in range(4) for i in range(40)
+    )
+    assert len(db.docs.revisions("HISTORY.md")) == 50
 
 
 # -- JSON Lines export and import -----------------------------------------------------------

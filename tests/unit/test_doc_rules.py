@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sqlmem.rules import documents
-from sqlmem.rules.documents import changed_lines, lines_between, split_blocks
+from sqlmem.rules import doc_blocks as documents
+from sqlmem.rules.doc_blocks import changed_lines, lines_between, split_blocks
 
 text = st.text(alphabet="ab \n\r", max_size=60)
 
