@@ -280,3 +280,31 @@ def test_bad_document_records_name_their_line(open_db: OpenDB) -> None:
         with pytest.raises(sqlmem.InvalidArgumentError, match="record 2"):
             import_records(db, [header, record])
     assert db.docs.list() == []
+
+
+def test_any_sqlite_client_reads_and_searches_the_documents(open_db: OpenDB) -> None:
+    """SPEC 3: built-in tokenizer, FTS kept by triggers, so the stdlib's sqlite3 (no
+    sqlmem) reads the documents and searches their blocks."""
+    import sqlite3
+
+    db = open_db()
+    db.docs.write("MEMORY.md", "# Memory\n\nThe dog is called Rex.\n\nLikes tea.")
+    db.docs.edit("MEMORY.md", "tea", "coffee")
+    db.close()
+    conn = sqlite3.connect(db.path)
+    try:
+        rows = conn.execute(
+            "SELECT d.path, b.start_line, b.text FROM document_blocks_fts AS f"
+            " JOIN document_blocks AS b ON b.pk = f.rowid JOIN documents AS d"
+            " ON d.pk = b.document WHERE document_blocks_fts MATCH ?",
+            ("coffee",),
+        ).fetchall()
+        assert rows == [("MEMORY.md", 5, "Likes coffee.")]
+        assert conn.execute(
+            "SELECT count(*) FROM document_blocks_fts WHERE document_blocks_fts MATCH 'tea'"
+        ).fetchone() == (0,)
+        assert conn.execute("SELECT content FROM document_revisions").fetchall() == [
+            ("# Memory\n\nThe dog is called Rex.\n\nLikes tea.",)
+        ]
+    finally:
+        conn.close()
