@@ -25,7 +25,8 @@ SELECT
     (SELECT count(*) FROM sessions WHERE typeof(session_id) = 'text'),  -- not detached
     (SELECT coalesce(sum(last_seq - archived_seq), 0) FROM sessions),
     (SELECT coalesce(sum(archived_seq), 0) FROM sessions),
-    (SELECT count(*) FROM facts)
+    (SELECT count(*) FROM facts),
+    (SELECT count(*) FROM documents)
 """
 
 
@@ -113,7 +114,7 @@ class MemoryDB:
     def stats(self) -> dict[str, Any]:
         """Counts, sizes and schema version, for monitoring and `sqlmem info`."""
         with self._engine.read() as conn:
-            sessions, active, archived, facts = conn.execute(_STATS).fetchall()[0]
+            sessions, active, archived, facts, documents = conn.execute(_STATS).fetchall()[0]
             version = read_user_version(conn)
             page_size = conn.pragma("page_size")
             page_count = conn.pragma("page_count")
@@ -125,6 +126,7 @@ class MemoryDB:
             "messages_active": active,
             "messages_archived": archived,
             "facts": facts,
+            "documents": documents,
             "page_size": page_size,
             "page_count": page_count,
             "free_pages": free_pages,
