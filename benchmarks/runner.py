@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .context import SIZES, Context
 from .data import Corpus
+from .doc_workloads import w7_documents
 from .fact_workloads import (
     w3_fact_search,
     w3b_filtered_search,
@@ -45,6 +46,7 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "W4": w4_open_agents,
     "W5": w5_history_search,
     "W6": w6_mixed,
+    "W7": w7_documents,
 }
 
 #: Run only when named in --only: the designs weighed for mode "any", already decided.

@@ -12,8 +12,8 @@
 --   and ranks the passage, not the whole file. document_blocks is written by the store
 --   in the same transaction as the content (the split is Python's: a block's line numbers
 --   and its CJK segmentation, `search_text`, are the same rules the in-memory twin uses,
---   which SQL cannot share). Only changed blocks are rewritten, so an edit re-indexes
---   the passage it touched, not the file.
+--   which SQL cannot share). Only the blocks around a change are rewritten (the ones
+--   after it only get new line numbers), so an edit re-indexes the passage it touched.
 -- * document_blocks_fts is FTS5 with external content over coalesce(search_text, text),
 --   kept in sync by triggers like the facts' index, so any SQLite client can search it.
 -- * Revisions and blocks go with their document through ON DELETE CASCADE (the blocks'
@@ -51,7 +51,9 @@ CREATE TABLE document_blocks (
     search_text TEXT                           -- NULL unless text needs segmenting
 );
 
-CREATE INDEX document_blocks_document ON document_blocks(document);
+-- The blocks touching a line range are found from this index alone (and the cascade
+-- from documents uses it).
+CREATE INDEX document_blocks_lines ON document_blocks(document, start_line, end_line);
 
 CREATE VIEW document_blocks_fts_source AS
     SELECT pk, coalesce(search_text, text) AS content FROM document_blocks;

@@ -54,6 +54,7 @@ def _info_text(data: dict[str, Any]) -> Iterator[str]:
         f"messages        {data['messages_active']} active, {data['messages_archived']} archived"
     )
     yield f"facts           {data['facts']}"
+    yield f"documents       {data['documents']}"
     yield (
         f"file size       {human_bytes(data['file_bytes'])} (WAL {human_bytes(data['wal_bytes'])})"
     )

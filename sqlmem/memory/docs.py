@@ -29,6 +29,7 @@ from ..doc_records import (
     RevisionInfo,
 )
 from ..errors import DocumentNotFoundError, InvalidArgumentError
+from ..rules.doc_blocks import split_blocks
 from ..rules.doc_folders import read_folder, write_folder
 from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
 from ..rules.documents import (
@@ -50,7 +51,6 @@ from ..rules.documents import (
     edited,
     new_flags,
     prune_below,
-    split_blocks,
 )
 from ..rules.encoding import now_ms
 from ..rules.filters import check_limit, check_query

@@ -17,6 +17,7 @@ Safety, the whole point of this module:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import stat
@@ -28,6 +29,8 @@ from .documents import MAX_CONTENT_BYTES, is_doc_path, is_folder_name
 from .paths import absolute_path
 
 __all__ = ["read_folder", "write_folder"]
+
+_log = logging.getLogger("sqlmem")
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -48,7 +51,8 @@ def _folder(folder: object) -> Path:
 
 def write_folder(folder: object, documents: Iterable[tuple[str, str]]) -> int:
     """Write each `(path, content)` as a file under `folder` (created 0700 if missing);
-    returns how many were written."""
+    returns how many were written (a stored path that is not a valid document path is
+    skipped, with a warning)."""
     root = _folder(folder)
     try:
         for missing in reversed([p for p in (root, *root.parents) if not p.exists()]):
@@ -60,6 +64,11 @@ def write_folder(folder: object, documents: Iterable[tuple[str, str]]) -> int:
     count = 0
     try:
         for path, content in documents:
+            # Checked again here: the file may have been written by another SQLite client,
+            # and a path like '../x.md' must never reach the file system.
+            if not is_doc_path(path):
+                _log.warning("export_dir: skipped the document %r: not a valid path", path)
+                continue
             _write_one(root_fd, root, path, content)
             count += 1
     finally:

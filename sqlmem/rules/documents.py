@@ -1,10 +1,10 @@
 """The rules of the workspace documents (SPEC 14), written once for every backend.
 
 Paths, content limits, the defaults of a new document, what `edit`, `append` and
-`append_daily` make of a content, how a content is cut into search blocks, how many
-revisions are kept, and the records built from stored values. The SQLite store and the
-in-memory twin both call these, so they cannot drift apart; the folder sync is in
-`doc_folders`, the prompt blocks in `doc_render`.
+`append_daily` make of a content, how many revisions are kept, and the records built from
+stored values. The SQLite store and the in-memory twin both call these, so they cannot
+drift apart; the search blocks are in `doc_blocks`, the folder sync in `doc_folders`, the
+prompt blocks in `doc_render`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 import re
 from datetime import date, datetime, timezone
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..doc_records import Document, DocumentHit, DocumentInfo, DocumentWrite, RevisionInfo
 from ..errors import EditMismatchError, InvalidArgumentError
@@ -22,7 +22,6 @@ from .rows import _unvalidated
 __all__ = [
     "MAX_CONTENT_BYTES",
     "MAX_PATH_LENGTH",
-    "Block",
     "appended",
     "build_document",
     "build_hit",
@@ -41,7 +40,6 @@ __all__ = [
     "edited",
     "new_flags",
     "prune_below",
-    "split_blocks",
     "utf8_size",
 ]
 
@@ -190,15 +188,23 @@ def edited(content: str, old_text: Any, new_text: Any, replace_all: Any) -> tupl
     check_bool(replace_all, "replace_all")
     if not old_text:
         raise EditMismatchError("edit: old_text is empty; give the exact text to replace")
-    found = content.count(old_text)
+    if replace_all:
+        found = content.count(old_text)
+        if found:
+            return content.replace(old_text, new_text), found
+    else:
+        # One scan for the usual case (found once), not a count and then a replace.
+        at = content.find(old_text)
+        end = at + len(old_text)
+        if at >= 0 and content.find(old_text, end) < 0:
+            return content[:at] + new_text + content[end:], 1
+        found = content.count(old_text)
     if found == 0:
         raise EditMismatchError("edit: old_text was found 0 times in the document")
-    if found > 1 and not replace_all:
-        raise EditMismatchError(
-            f"edit: old_text was found {found} times; give more context to make it unique, "
-            "or pass replace_all=True"
-        )
-    return content.replace(old_text, new_text), found
+    raise EditMismatchError(
+        f"edit: old_text was found {found} times; give more context to make it unique, "
+        "or pass replace_all=True"
+    )
 
 
 def appended(content: str, text: str) -> str:
@@ -221,38 +227,6 @@ def prune_below(revision: int, keep: int) -> int:
     """Previous contents numbered below this are dropped once `revision` is current
     (the last `keep` previous ones, `revision - keep` .. `revision - 1`, stay)."""
     return revision - keep
-
-
-# -- search blocks --------------------------------------------------------------------------
-
-
-class Block(NamedTuple):
-    """A run of non-blank lines: first and last line numbers (from 1) and its text."""
-
-    start_line: int
-    end_line: int
-    text: str
-
-
-def split_blocks(content: str) -> list[Block]:
-    """The blocks of a content: runs of lines that are not blank (whitespace only).
-
-    Lines are split on '\\n' only (a '\\r' before it stays in the line, and is blank
-    space), so line numbers are those an editor shows for LF and CRLF files alike.
-    """
-    blocks: list[Block] = []
-    lines = content.split("\n")
-    start = -1
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            if start < 0:
-                start = number
-        elif start > 0:
-            blocks.append(Block(start, number - 1, "\n".join(lines[start - 1 : number - 1])))
-            start = -1
-    if start > 0:
-        blocks.append(Block(start, len(lines), "\n".join(lines[start - 1 :])))
-    return blocks
 
 
 # -- records from stored values (no validation: the engine wrote them) -----------------------

@@ -13,6 +13,7 @@ from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..protocols import Embedder
 from ..rules.embedder import check_embedder
+from ..rules.encoding import now_ms
 from ..rules.paths import absolute_path
 from . import backup, maintenance
 from .docs import SQLiteDocumentStore
@@ -29,9 +30,11 @@ __all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
 _STATS = """
 SELECT
     (SELECT count(*) FROM sessions WHERE typeof(session_id) = 'text'),  -- not detached
-    (SELECT coalesce(sum(last_seq - archived_seq), 0) FROM sessions),
-    (SELECT coalesce(sum(archived_seq), 0) FROM sessions),
-    (SELECT count(*) FROM facts)
+    (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
+    (SELECT count(*) FROM messages)
+        - (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
+    (SELECT count(*) FROM facts WHERE expires_at IS NULL OR expires_at > :now),
+    (SELECT count(*) FROM documents)
 """
 
 
@@ -150,7 +153,7 @@ class MemoryDB:
     def stats(self) -> dict[str, Any]:
         """Counts, sizes and schema version, for monitoring and `sqlmem info`."""
         with self._engine.read() as conn:
-            sessions, active, archived, facts = conn.execute(_STATS).fetchall()[0]
+            sessions, active, archived, facts, documents = conn.execute(_STATS, {"now": now_ms()}).fetchall()[0]
             embedder = self.facts.embedder
             without_vectors = count_without_vectors(conn, embedder.model if embedder else None)
             version = read_user_version(conn)
@@ -165,6 +168,7 @@ class MemoryDB:
             "messages_archived": archived,
             "facts": facts,
             "facts_without_vectors": without_vectors,
+            "documents": documents,
             "page_size": page_size,
             "page_count": page_count,
             "free_pages": free_pages,

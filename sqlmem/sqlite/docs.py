@@ -10,9 +10,9 @@ Where the blocks are cut: in Python, in the write's own transaction. The split (
 numbers, blank lines) and the CJK segmentation of the indexed text are rules the
 in-memory twin applies too (`rules.documents.split_blocks`, `search.query.segment`);
 doing it in SQL would write them twice, and a recursive CTE over lines is neither cheap
-nor readable. Only blocks whose text changed are deleted and inserted (a block that only
-moved gets new line numbers, which the FTS triggers ignore), so editing one passage of a
-large document re-indexes that passage. One transaction holds the content, the kept
+nor readable. Only the blocks around a change are deleted and inserted (the blocks after
+it get new line numbers, which the FTS triggers ignore; see `_write_blocks`), so editing
+one passage of a large document re-indexes that passage. One transaction holds the content, the kept
 revision, the pruning and the blocks: a crash leaves the previous revision whole.
 
 Writes are one short `BEGIN IMMEDIATE` transaction through the engine's writer (nested
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections import defaultdict, deque
 from datetime import date
 from typing import Any, NamedTuple
 
@@ -39,10 +38,10 @@ from ..doc_records import (
     RevisionInfo,
 )
 from ..errors import DocumentNotFoundError
+from ..rules.doc_blocks import Block, changed_lines, lines_between, split_blocks
 from ..rules.doc_folders import read_folder, write_folder
 from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
 from ..rules.documents import (
-    Block,
     appended,
     build_document,
     build_hit,
@@ -61,7 +60,6 @@ from ..rules.documents import (
     edited,
     new_flags,
     prune_below,
-    split_blocks,
 )
 from ..rules.encoding import dumps_json, now_ms
 from ..rules.filters import check_limit, check_query
@@ -117,7 +115,7 @@ class SQLiteDocumentStore:
     def edit(self, path: str, old_text: str, new_text: str, *, replace_all: bool = False) -> int:
         check_doc_path(path)
         with self._engine.write() as conn:
-            row: Any = conn.execute(sql.SELECT_FOR_WRITE, (path, 1, None)).fetchall()
+            row: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
             if not row:
                 raise _not_found(path)
             content, count = edited(row[0][7], old_text, new_text, replace_all)
@@ -138,7 +136,7 @@ class SQLiteDocumentStore:
 
     def _append(self, path: str, text: str, heading: str) -> Document:
         with self._engine.write() as conn:
-            row: Any = conn.execute(sql.SELECT_FOR_WRITE, (path, 1, None)).fetchall()
+            row: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
             content = appended(row[0][7] if row else heading, text)
             size = check_content(content, "appended content")
             done = self._put(
@@ -215,20 +213,17 @@ class SQLiteDocumentStore:
         """Store `content` at `path` inside the caller's transaction (`row`: the
         SELECT_FOR_WRITE row when the caller already read it)."""
         if row is None:
-            found = conn.execute(sql.SELECT_FOR_WRITE, (path, 0, content)).fetchall()
+            found = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
             row = found[0] if found else None
-            same = bool(row[8]) if row is not None else False
-        else:
-            same = row[7] == content
         if row is None:
             on, order = new_flags(path, enabled, sort_order)
             pk = conn.execute(sql.INSERT, (path, int(on), order, size, now, now, content)).get
-            _write_blocks(conn, pk, content, fresh=True)
+            _write_blocks(conn, pk, None, content)
             return _Put(True, False, on, order, 1, now, now)
         pk, old_on, old_order, revision, created_ms, updated_ms = row[:6]
         on = bool(old_on) if enabled is None else enabled
         order = old_order if sort_order is None else sort_order
-        if same:
+        if row[7] == content:
             if on != bool(old_on) or order != old_order:
                 conn.execute(sql.UPDATE_FLAGS, (int(on), order, pk))
             return _Put(False, False, on, order, revision, created_ms, updated_ms)
@@ -237,7 +232,7 @@ class SQLiteDocumentStore:
             conn.execute(sql.KEEP_REVISION, (pk,))
         conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(revision + 1, keep)))
         conn.execute(sql.UPDATE_CONTENT, (content, size, revision + 1, now, int(on), order, pk))
-        _write_blocks(conn, pk, content, fresh=False)
+        _write_blocks(conn, pk, row[7], content)
         return _Put(False, True, on, order, revision + 1, created_ms, now)
 
     # -- reads --------------------------------------------------------------------------
@@ -283,14 +278,15 @@ class SQLiteDocumentStore:
         if not terms or limit <= 0:
             return []
         match = compiler.match(query, "any") if len(terms) <= MAX_QUERY_TERMS else None
-        statement = sql.SEARCH_PREFIX if prefix else sql.SEARCH
         with self._engine.read() as conn:
             if match is None:  # a long query: its rarest words, counted in this snapshot
                 match = phrases(capped_terms(conn, sql.ANY, terms, "any"), " OR ")
                 if match is None:
                     return []
             params = {"query": match, "limit": limit, "prefix": prefix}
-            rows: list[Any] = conn.execute(statement, params).fetchall()
+            rows: list[Any] = conn.execute(
+                sql.SEARCH_PREFIX if prefix else sql.SEARCH, params
+            ).fetchall()
         return [build_hit(p, start, end, text, -score) for p, start, end, text, score in rows]
 
     def render_files(self) -> str:
@@ -339,28 +335,47 @@ def _revision_content(conn: apsw.Connection, path: str, revision: int) -> str:
     return str(found[0][0])
 
 
-def _write_blocks(conn: apsw.Connection, pk: int, content: str, *, fresh: bool) -> None:
-    """Bring the document's blocks to `content`'s: blocks whose text is unchanged keep
-    their row (and index entry), moved ones get their new lines, the rest are replaced."""
-    blocks = split_blocks(content)
-    old: dict[str, deque[tuple[int, int, int]]] = defaultdict(deque)
-    if not fresh:
-        for bpk, start, end, text in conn.execute(sql.SELECT_BLOCKS, (pk,)):
-            old[text].append((bpk, start, end))
-    new: list[Block] = []
-    for block in blocks:
-        same = old.get(block.text)
-        if same:
-            bpk, start, end = same.popleft()
-            if (start, end) != (block.start_line, block.end_line):
-                conn.execute(sql.MOVE_BLOCK, (block.start_line, block.end_line, bpk))
-        else:
-            new.append(block)
-    gone = [bpk for rows in old.values() for bpk, _, _ in rows]
-    if gone:
-        conn.execute(sql.DELETE_BLOCKS, (dumps_json(gone),))
-    if new:
+def _write_blocks(conn: apsw.Connection, pk: int, old: str | None, new: str) -> None:
+    """Bring the document's blocks from `old`'s to `new`'s (`old` None: a new document).
+
+    Only the blocks around the change are replaced (`changed_lines`: the lines that
+    differ, widened to the blocks that touch them, which a change may merge or split);
+    the blocks after it move by the change in line count, a column update the FTS
+    triggers ignore. So editing one passage of a large document re-indexes that passage,
+    and costs about the same on a 20 KB document as on a small one.
+    """
+    if old is None:
+        _insert_blocks(conn, pk, split_blocks(new), 0)
+        return
+    change = changed_lines(old, new)
+    rows: list[Any] = conn.execute(
+        sql.BLOCKS_AROUND, (pk, change.old_last + 1, change.first - 1)
+    ).fetchall()
+    first = min([change.first, *(start for _, start, _ in rows)])
+    old_last = max([change.old_last, *(end for _, _, end in rows)])
+    delta = change.new_last - change.old_last
+    if len(rows) == 1:  # the usual edit: one block (one statement, no json_each)
+        conn.execute(sql.DELETE_BLOCK, (rows[0][0],))
+    elif rows:
+        conn.execute(sql.DELETE_BLOCKS, (dumps_json([bpk for bpk, _, _ in rows]),))
+    if delta:
+        conn.execute(sql.SHIFT_BLOCKS, (delta, pk, old_last))
+    region = lines_between(new, change, first, old_last + delta)
+    _insert_blocks(conn, pk, split_blocks(region), first - 1)
+
+
+def _insert_blocks(conn: apsw.Connection, pk: int, blocks: list[Block], offset: int) -> None:
+    if len(blocks) == 1:
+        b = blocks[0]
+        conn.execute(
+            sql.INSERT_BLOCK,
+            (pk, b.start_line + offset, b.end_line + offset, b.text, segment(b.text)),
+        )
+    elif blocks:
         conn.executemany(
             sql.INSERT_BLOCK,
-            [(pk, b.start_line, b.end_line, b.text, segment(b.text)) for b in new],
+            [
+                (pk, b.start_line + offset, b.end_line + offset, b.text, segment(b.text))
+                for b in blocks
+            ],
         )

@@ -11,7 +11,9 @@ from .fts_names import DOCUMENTS_FTS
 
 __all__ = [
     "ANY",
+    "BLOCKS_AROUND",
     "DELETE",
+    "DELETE_BLOCK",
     "DELETE_BLOCKS",
     "ENABLED_CONTENTS",
     "EXPORT_DOCUMENTS_PAGE",
@@ -22,7 +24,6 @@ __all__ = [
     "KEEP_REVISION",
     "LIST",
     "MEMORY_CONTEXT",
-    "MOVE_BLOCK",
     "PK_AND_REVISION",
     "PRUNE_REVISIONS",
     "READ",
@@ -31,10 +32,10 @@ __all__ = [
     "REVISIONS",
     "SEARCH",
     "SEARCH_PREFIX",
-    "SELECT_BLOCKS",
     "SELECT_FOR_WRITE",
     "SET_ENABLED",
     "SET_SORT_ORDER",
+    "SHIFT_BLOCKS",
     "UPDATE_CONTENT",
     "UPDATE_FLAGS",
 ]
@@ -45,10 +46,10 @@ READ = (
     "SELECT path, content, enabled, sort_order, revision, created_at, updated_at, size"
     " FROM documents WHERE path = ?"
 )
-#: What a write needs to decide (the content only when asked: `?2` is 1).
+#: What a write needs to decide, and the old content (its blocks are diffed with it).
 SELECT_FOR_WRITE = (
-    "SELECT pk, enabled, sort_order, revision, created_at, updated_at, size,"
-    " CASE WHEN ?2 THEN content END, content = ?3 FROM documents WHERE path = ?1"
+    "SELECT pk, enabled, sort_order, revision, created_at, updated_at, size, content"
+    " FROM documents WHERE path = ?"
 )
 INSERT = (
     "INSERT INTO documents (path, enabled, sort_order, revision, size, created_at,"
@@ -69,12 +70,22 @@ SET_ENABLED = "UPDATE documents SET enabled = ? WHERE path = ?"
 SET_SORT_ORDER = "UPDATE documents SET sort_order = ? WHERE path = ?"
 DELETE = "DELETE FROM documents WHERE path = ?"
 
-SELECT_BLOCKS = "SELECT pk, start_line, end_line, text FROM document_blocks WHERE document = ?"
+#: The blocks touching a line range (?2: its last line, ?3: its first): read from the
+#: index document_blocks_lines alone.
+BLOCKS_AROUND = (
+    "SELECT pk, start_line, end_line FROM document_blocks"
+    " WHERE document = ?1 AND start_line <= ?2 AND end_line >= ?3"
+)
+#: The blocks after a change move by its change in line count (?1).
+SHIFT_BLOCKS = (
+    "UPDATE document_blocks SET start_line = start_line + ?1, end_line = end_line + ?1"
+    " WHERE document = ?2 AND start_line > ?3"
+)
 INSERT_BLOCK = (
     "INSERT INTO document_blocks (document, start_line, end_line, text, search_text)"
     " VALUES (?, ?, ?, ?, ?)"
 )
-MOVE_BLOCK = "UPDATE document_blocks SET start_line = ?, end_line = ? WHERE pk = ?"
+DELETE_BLOCK = "DELETE FROM document_blocks WHERE pk = ?"
 DELETE_BLOCKS = "DELETE FROM document_blocks WHERE pk IN (SELECT value FROM json_each(?))"
 
 LIST = (

@@ -33,7 +33,7 @@ __all__ = ["export_documents", "import_document", "import_revision"]
 
 _PAGE = 1000
 
-_STORED = "SELECT pk, revision, updated_at FROM documents WHERE path = ?"
+_STORED = "SELECT pk, revision, updated_at, content FROM documents WHERE path = ?"
 _INSERT = (
     "INSERT INTO documents (path, enabled, sort_order, revision, size, created_at,"
     " updated_at, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING pk"
@@ -105,10 +105,10 @@ def import_document(
     )
     if not stored:
         pk = conn.execute(_INSERT, (row.path, *values)).get
-        _write_blocks(conn, pk, row.content, fresh=True)
+        _write_blocks(conn, pk, None, row.content)
         counts.documents += 1
         return
-    pk, revision, updated = stored[0]
+    pk, revision, updated, old = stored[0]
     if (row.revision, row.updated_ms) <= (revision, updated):
         counts.documents_skipped += 1
         return
@@ -116,7 +116,7 @@ def import_document(
         conn.execute(_KEEP_CURRENT, (pk,))
     conn.execute(_REPLACE, (*values, pk))
     conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(row.revision, keep)))
-    _write_blocks(conn, pk, row.content, fresh=False)
+    _write_blocks(conn, pk, old, row.content)
     counts.documents += 1
 
 
@@ -125,7 +125,7 @@ def import_revision(
 ) -> None:
     stored: list[Any] = conn.execute(_STORED, (row.path,)).fetchall()
     if stored:
-        pk, revision, _ = stored[0]
+        pk, revision = stored[0][:2]
         if prune_below(revision, keep) <= row.revision < revision:
             conn.execute(_ADD_REVISION, (pk, row.revision, row.size, row.updated_ms, row.content))
             if conn.changes():

@@ -187,6 +187,10 @@ def _apply_one(
             return 0
         if current == 0:
             _refuse_foreign_file(conn, path)
+        # A file keeps the tokenizer it was made with: a later migration's FTS tables use
+        # it too (StoreConfig.tokenizer only chooses it for a new file), or its queries,
+        # compiled for the file's tokenizer, would not match the new tables' tokens.
+        tokenizer = read_fts_tokenizer(conn) or tokenizer
         if not _TOKENIZER_SPEC.match(tokenizer):
             raise MigrationError(f"{path}: refusing tokenizer spec {tokenizer!r}")
         conn.execute(_CREATE_LEDGER)

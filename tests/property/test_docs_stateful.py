@@ -23,7 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from sqlmem.config import StoreConfig
 from sqlmem.errors import SqlmemError
 from sqlmem.memory.docs import InMemoryDocumentStore
-from sqlmem.rules.documents import split_blocks
+from sqlmem.rules.doc_blocks import split_blocks
 from sqlmem.sqlite.docs import SQLiteDocumentStore
 from sqlmem.sqlite.engine import Engine
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Callable
 from datetime import date
 from pathlib import Path
@@ -113,6 +114,23 @@ def test_export_never_follows_or_replaces_a_symlinks_target(
     assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []  # no temp left
 
 
+def test_export_skips_a_path_another_client_stored(open_db: OpenDB, tmp_path: Path) -> None:
+    """A row written by another SQLite client bypasses the path rule: export checks again."""
+    db = open_db()
+    db.docs.write("ok.md", "fine")
+    with db.engine.write() as conn:
+        for evil in ("../evil.md", "/tmp/evil.md", "a/../../evil.md"):
+            conn.execute(
+                "INSERT INTO documents (path, enabled, sort_order, revision, size, created_at,"
+                " updated_at, content) VALUES (?, 0, 100, 1, 1, 0, 0, 'x')",
+                (evil,),
+            )
+    folder = tmp_path / "deep" / "sync"
+    assert db.docs.export_dir(folder) == 1
+    assert sorted(p.name for p in folder.iterdir()) == ["ok.md"]
+    assert not (tmp_path / "deep" / "evil.md").exists() and not (tmp_path / "evil.md").exists()
+
+
 def test_export_replaces_files_whole(open_db: OpenDB, tmp_path: Path) -> None:
     db = open_db()
     db.docs.write("a.md", "short")
@@ -169,6 +187,30 @@ def test_import_is_one_transaction(open_db: OpenDB, tmp_path: Path) -> None:
     store._put = original  # type: ignore[attr-defined]
     assert [i.path for i in db.docs.list()] == ["n0.md"]
     assert db.docs.read("n0.md").content == "old"  # type: ignore[union-attr]
+
+
+def test_appends_from_many_threads_are_all_kept(open_db: OpenDB) -> None:
+    """Each append reads and rewrites the whole document inside one write transaction, so
+    concurrent appends never lose one another's line."""
+    db = open_db()
+    barrier = threading.Barrier(4)
+
+    def worker(t: int) -> None:
+        barrier.wait()
+        for i in range(40):
+            db.docs.append("HISTORY.md", f"t{t} line {i}")
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    doc = db.docs.read("HISTORY.md")
+    assert doc is not None and doc.revision == 160
+    assert sorted(doc.content.split("\n")) == sorted(
+        f"t{t} line {i}" for t in range(4) for i in range(40)
+    )
+    assert len(db.docs.revisions("HISTORY.md")) == 50
 
 
 # -- JSON Lines export and import -----------------------------------------------------------
@@ -238,3 +280,31 @@ def test_bad_document_records_name_their_line(open_db: OpenDB) -> None:
         with pytest.raises(sqlmem.InvalidArgumentError, match="record 2"):
             import_records(db, [header, record])
     assert db.docs.list() == []
+
+
+def test_any_sqlite_client_reads_and_searches_the_documents(open_db: OpenDB) -> None:
+    """SPEC 3: built-in tokenizer, FTS kept by triggers, so the stdlib's sqlite3 (no
+    sqlmem) reads the documents and searches their blocks."""
+    import sqlite3
+
+    db = open_db()
+    db.docs.write("MEMORY.md", "# Memory\n\nThe dog is called Rex.\n\nLikes tea.")
+    db.docs.edit("MEMORY.md", "tea", "coffee")
+    db.close()
+    conn = sqlite3.connect(db.path)
+    try:
+        rows = conn.execute(
+            "SELECT d.path, b.start_line, b.text FROM document_blocks_fts AS f"
+            " JOIN document_blocks AS b ON b.pk = f.rowid JOIN documents AS d"
+            " ON d.pk = b.document WHERE document_blocks_fts MATCH ?",
+            ("coffee",),
+        ).fetchall()
+        assert rows == [("MEMORY.md", 5, "Likes coffee.")]
+        assert conn.execute(
+            "SELECT count(*) FROM document_blocks_fts WHERE document_blocks_fts MATCH 'tea'"
+        ).fetchone() == (0,)
+        assert conn.execute("SELECT content FROM document_revisions").fetchall() == [
+            ("# Memory\n\nThe dog is called Rex.\n\nLikes tea.",)
+        ]
+    finally:
+        conn.close()

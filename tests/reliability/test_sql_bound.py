@@ -367,9 +367,26 @@ def _drive(db: sqlmem.MemoryDB, s: str, t: str) -> None:
         lambda: f.delete(s),
         lambda: h.purge(session),
     ]
+    d, doc = db.docs, _category(s)[:200] + ".md"  # a valid path that carries the marker
+    calls += [
+        lambda: d.write(doc, t, sort_order=1),
+        lambda: d.append(doc, s),
+        lambda: d.edit(doc, s, t),
+        lambda: d.edit(doc, "\n", t, replace_all=True),
+        lambda: d.read(doc),
+        lambda: d.search(t, prefix=s),
+        lambda: d.search(s),
+        lambda: d.list(s),
+        lambda: d.revisions(doc),
+        lambda: d.read_revision(doc, 1),
+        lambda: d.restore(doc, 1),
+        lambda: d.append_daily(t),
+        lambda: d.delete(doc),
+        lambda: d.write(s, t),
+    ]
     for call in calls:
         # Refused values are fine; what matters is where accepted values go.
-        with suppress(InvalidArgumentError, sqlmem.FactNotFoundError):
+        with suppress(InvalidArgumentError, sqlmem.FactNotFoundError, sqlmem.DocumentNotFoundError):
             call()
 
 
