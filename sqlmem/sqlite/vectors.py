@@ -134,9 +134,10 @@ class FactVectors:
             int(query.shape[0]),
             now_ms(),
         )
-        statement = sql.candidates_sql(filters.key, item_filters.key)
         with self._engine.read() as conn:
-            candidates: list[Any] = conn.execute(statement, params).fetchall()
+            candidates: list[Any] = conn.execute(
+                sql.candidates_sql(filters.key, item_filters.key), params
+            ).fetchall()
             if not candidates:
                 return []
             matrix = from_blobs([blob for _, blob in candidates], int(query.shape[0]))

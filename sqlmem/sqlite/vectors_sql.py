@@ -9,7 +9,7 @@ from typing import Any
 import apsw
 
 from ..rules.encoding import now_ms
-from .facts_sql import _COLUMNS, LIVE, NO_ITEM_KEY, FilterKey, ItemKey, _where
+from .facts_sql import _COLUMNS, LIVE, NO_ITEM_KEY, FilterKey, _where
 
 __all__ = [
     "EXPORT_PAGE",
@@ -71,7 +71,7 @@ ROWS_BY_PK = (
 
 
 @cache
-def candidates_sql(key: FilterKey, item_key: ItemKey = NO_ITEM_KEY) -> str:
+def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> str:
     """(pk, vector) of the live facts passing the filters with a vector of the query's
     model and dimension: the rows exact cosine ranks (filters before ranking)."""
     where = [
