@@ -28,6 +28,7 @@ def _handlers() -> dict[str, Handler]:
     from .commands import run_check, run_history, run_info, run_migrate, run_search
     from .demo import run_demo
     from .docs import run_docs
+    from .memory_commands import run_embed, run_maintain, run_pack, run_vacuum
     from .sessions import run_sessions
     from .transfer import run_export, run_import
 
@@ -42,6 +43,10 @@ def _handlers() -> dict[str, Handler]:
         "export": run_export,
         "import": run_import,
         "docs": run_docs,
+        "maintain": run_maintain,
+        "vacuum": run_vacuum,
+        "embed": run_embed,
+        "pack": run_pack,
     }
 
 
@@ -82,7 +87,7 @@ def _run(argv: list[str]) -> int:
     if args.command is None:
         raise UsageError(
             "a command is required: demo, info, check, migrate, search, history, sessions, "
-            "export, import or docs",
+            "export, import, docs, maintain, vacuum, embed or pack",
             "sqlmem",
         )
     return _handlers()[args.command](args, Output(args.json))

@@ -14,6 +14,7 @@ from typing import Any
 from ..sqlite.db import MemoryDB, resolve_path
 from ..sqlite.db import open as open_db
 from ..sqlite.migrations import latest_version
+from .memory_commands import load_embedder
 from .opening import CommandError, existing_path, open_existing, schema_version
 from .output import Output, fact_json, human_bytes, message_json, message_line, preview
 from .parser import UsageError
@@ -134,8 +135,10 @@ def run_search(args: argparse.Namespace, out: Output) -> int:
         raise _usage("--mode applies to fact search only, not with --history", "search")
     if args.session is not None and not args.history:
         raise _usage("--session applies to --history only", "search")
+    if (args.mode in ("vector", "hybrid")) != (args.embedder is not None):
+        raise _usage("--mode vector and hybrid go with --embedder (and only they)", "search")
     note = None
-    with open_existing(args.path) as db:
+    with open_existing(args.path, load_embedder(args.embedder)) as db:
         if args.history:
             found = db.history.search(args.query, session_id=args.session, top_k=args.top_k)
             results = [message_json(m) for m in found]

@@ -10,6 +10,7 @@ only open files that are already at the version this sqlmem writes.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..config import StoreConfig
 from ..errors import SqlmemError, translate_errors
@@ -55,8 +56,9 @@ def schema_version(path: Path) -> int:
         conn.close()
 
 
-def open_existing(path: str) -> MemoryDB:
-    """Open an existing sqlmem database that is already at the latest schema."""
+def open_existing(path: str, embedder: Any = None) -> MemoryDB:
+    """Open an existing sqlmem database that is already at the latest schema (read-only;
+    an `embedder` only embeds queries)."""
     resolved = existing_path(path)
     version = schema_version(resolved)
     latest = latest_version()
@@ -72,4 +74,4 @@ def open_existing(path: str) -> MemoryDB:
         )
     # Read-only: no WAL switch, no open hook, no optimize, no write lock (SPEC 10). A
     # newer schema raises SchemaTooNewError, file untouched.
-    return MemoryDB(resolved, _read_only=True)
+    return MemoryDB(resolved, embedder=embedder, _read_only=True)

@@ -76,14 +76,15 @@ def print_error(message: str, stderr: TextIO | None = None) -> None:
 class Progress:
     """Counts written over themselves on stderr, or nothing when disabled."""
 
-    def __init__(self, verb: str, enabled: bool) -> None:
+    def __init__(self, verb: str, enabled: bool, noun: str = "records") -> None:
         self.verb = verb
+        self.noun = noun
         self.enabled = enabled
         self._shown = False
 
     def __call__(self, count: int) -> None:
         if self.enabled:
-            sys.stderr.write(f"\rsqlmem: {self.verb} {count:,} records")
+            sys.stderr.write(f"\rsqlmem: {self.verb} {count:,} {self.noun}")
             sys.stderr.flush()
             self._shown = True
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn, TypeAlias
 
+from .parser_02 import embedder_option
+
 __all__ = ["UsageError", "build_parser"]
 
 DESCRIPTION = """\
@@ -91,8 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (_demo, _info, _check, _migrate, _search, _history, _sessions, _export, _import):
         add(commands)
     from .docs_parser import add_docs  # the docs command's grammar, in its own module
+    from .parser_02 import add_memory_commands
 
     add_docs(commands)
+    add_memory_commands(commands, _command, _existing, _progress)
     return parser
 
 
@@ -165,6 +169,7 @@ def _search(commands: _Commands) -> None:
         "sqlmem search memory.db 跑步 -k 3",
         "sqlmem search memory.db 'weather Lisbon' --history --session demo:lisbon",
         "sqlmem search memory.db 'NEAR(dog name, 3)' --mode raw",
+        "sqlmem search memory.db 'what do I eat?' --mode hybrid --embedder wordllama",
     )
     _existing(search)
     search.add_argument("query", metavar="QUERY", help="any text (FTS5 syntax with --mode raw)")
@@ -183,10 +188,12 @@ def _search(commands: _Commands) -> None:
     )
     search.add_argument(
         "--mode",
-        choices=("any", "all", "raw"),
+        choices=("any", "all", "raw", "vector", "hybrid"),
         default=None,
-        help="facts only: match any word (default), all words, or raw FTS5",
+        help="facts only: match any word (default), all words, raw FTS5, or by meaning "
+        "(vector, hybrid: need --embedder)",
     )
+    embedder_option(search)
     search.add_argument(
         "--session", metavar="S", default=None, help="with --history: only this session"
     )

@@ -228,6 +228,11 @@ class MemoryDB:
         """
         maintenance.vacuum(self._engine)
 
+    def maintain(self) -> dict[str, Any]:
+        """Periodic care without a rebuild: expire facts, finish interrupted purges, merge
+        the search indexes, checkpoint (`sqlmem maintain`). Returns what it did."""
+        return maintenance.maintain(self._engine)
+
     def backup(self, dest_path: str | os.PathLike[str]) -> Path:
         """A consistent copy of the database taken while it stays in use.
 

@@ -23,6 +23,7 @@ from sqlmem.sqlite.migrations import latest_version
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = [
     "demo", "info", "check", "migrate", "search", "history", "sessions", "export", "import",
+    "maintain", "vacuum", "embed", "pack",
 ]  # fmt: skip
 
 

@@ -38,6 +38,8 @@ COMMANDS = [
     ["docs", "PATH", "history", "MEMORY.md"],
     ["docs", "PATH", "search", "dog"],
     ["docs", "PATH", "export", "OUT"],
+    ["pack", "PATH", "dog"],
+    ["search", "PATH", "dog", "--mode", "hybrid", "--embedder", "wordllama"],
 ]
 IDS = [" ".join(c[:1] + [a for a in c[2:] if a != "OUT"]) for c in COMMANDS]
 

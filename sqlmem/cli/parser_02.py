@@ -1,0 +1,61 @@
+"""The grammar of the 0.2 maintenance and memory commands: maintain, vacuum, embed, pack."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+__all__ = ["add_memory_commands", "embedder_option"]
+
+
+def embedder_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--embedder",
+        choices=("wordllama",),
+        default=None,
+        help="embed with this model (needs the 'embed' extra: pip install 'sqlmem[embed]')",
+    )
+
+
+def add_memory_commands(commands: Any, command: Any, existing: Any, progress: Any) -> None:
+    """Register the commands; `command`, `existing` and `progress` are parser.py's helpers."""
+    maintain = command(
+        commands,
+        "maintain",
+        "periodic care: expire facts, merge the search indexes, checkpoint (no rebuild)",
+        "sqlmem maintain memory.db",
+    )
+    existing(maintain)
+    vacuum = command(
+        commands,
+        "vacuum",
+        "make deletions physical: rebuild the file so no byte of deleted data remains",
+        "sqlmem vacuum memory.db",
+    )
+    existing(vacuum)
+    embed = command(
+        commands,
+        "embed",
+        "add vectors to the facts that have none (for --mode vector and hybrid)",
+        "sqlmem embed memory.db --embedder wordllama",
+    )
+    existing(embed)
+    embed.add_argument(
+        "--embedder", choices=("wordllama",), default="wordllama", help="the model (default)"
+    )
+    embed.add_argument(
+        "--batch-size", type=int, default=64, metavar="N", help="texts per model call"
+    )
+    progress(embed)
+    pack = command(
+        commands,
+        "pack",
+        "print the memory pack for a query: layered items within a token budget",
+        "sqlmem pack memory.db 'what does the user eat?'",
+        "sqlmem pack memory.db '' --budget 500 --json",
+    )
+    existing(pack)
+    pack.add_argument("query", metavar="QUERY", help="any text ('' for the newest items)")
+    pack.add_argument("--budget", type=int, default=1800, help="soft token budget")
+    pack.add_argument("--max-budget", type=int, default=3500, help="hard token budget")
+    embedder_option(pack)
