@@ -6,9 +6,16 @@ into facts (driven by a fixed fake model, so no network and the same answer ever
 old turns are compacted under a summary, and memory is searched the way a user phrases
 things: an apostrophe-laden English question and a two-character Chinese query.
 
+Then the 0.2 loop: the facts go into the workspace's MEMORY.md (a document with revisions)
+and today's note, and the memory pack for a question that shares no word with the answer
+("Any restaurant ideas for me?" against "The user is vegetarian.") is built. With the
+`embed` extra installed, the agent's facts get vectors from the offline WordLlama model and
+the pack uses hybrid search, so it finds the answer BM25 alone cannot.
+
 Running it again on the same folder gives the same result: the demo session is purged
-first (it belongs to the demo alone), and extracted facts have ids derived from their
-text, so the second run finds them already remembered instead of adding copies.
+first (it belongs to the demo alone), extracted facts have ids derived from their text, so
+the second run finds them already remembered instead of adding copies, and writing the
+same MEMORY.md again makes no new revision.
 """
 
 from __future__ import annotations
@@ -19,7 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..context import LLMExtractor, inject_memory
+from ..context import LLMExtractor, build_memory_pack, inject_memory
+from ..errors import SqlmemError
 from ..factory import MemoryFactory
 from ..records import Message, ToolCall
 from ..sqlite.db import MemoryDB
@@ -45,6 +53,9 @@ SEARCHES: tuple[tuple[str, str], ...] = (
 
 MEMORY_QUERY = "Where can I walk my dog in Lisbon?"
 
+#: Shares no word with the fact that answers it: only vectors can connect them.
+SEMANTIC_QUERY = "Any restaurant ideas for me?"
+
 
 def conversation() -> list[Message]:
     """A short, realistic exchange: a tool call, its result, two languages."""
@@ -65,7 +76,12 @@ def conversation() -> list[Message]:
             role="assistant",
             content="Welcome to Lisbon! It's 21 °C and sunny: perfect for a first walk with Rex.",
         ),
-        Message(role="user", content="我喜欢周日早上跑步. Any good running routes nearby?"),
+        Message(
+            role="user",
+            content=(
+                "我喜欢周日早上跑步. Any good running routes nearby? I'm vegetarian, by the way."
+            ),
+        ),
         Message(
             role="assistant",
             content="Try the riverside path from Cais do Sodré to Belém: flat, about 7 km.",
@@ -87,6 +103,8 @@ def fake_complete(prompt: str) -> str:
         facts.append("- The user lives in Lisbon.")
     if "跑步" in prompt:
         facts.append("- 用户喜欢周日早上跑步")
+    if "vegetarian" in prompt:
+        facts.append("- The user is vegetarian.")
     return "\n".join(facts) or "NONE"
 
 
@@ -94,13 +112,42 @@ def run_demo(args: argparse.Namespace, out: Output) -> int:
     data_dir = Path(args.dir).expanduser().absolute()
     if data_dir.exists() and not data_dir.is_dir():
         raise CommandError(f"{data_dir}: exists and is not a folder")
-    with MemoryFactory(data_dir) as factory:
+    with MemoryFactory(data_dir, embedder=_offline_embedder()) as factory:
         db = factory.resolve(AGENT_ID)
         if db is None:  # cannot happen: a factory with a data_dir gives every agent memory
             raise CommandError(f"{data_dir}: the factory gave {AGENT_ID!r} no memory")
         data = _walk_through(db, data_dir)
     out.result(data, _demo_text)
     return 0
+
+
+def _offline_embedder() -> Any:
+    """WordLlama when the `embed` extra is installed (offline, weights in its wheel), else
+    None: the demo then shows BM25 alone."""
+    try:
+        from ..embedders.word_llama import WordLlamaEmbedder
+
+        return WordLlamaEmbedder()
+    except SqlmemError:
+        return None
+
+
+def _workspace(db: MemoryDB) -> dict[str, Any]:
+    """MEMORY.md from what the agent remembers, a line in today's note, and the block an
+    agent injects (golemcore's), plus the memory pack for a question BM25 cannot answer."""
+    lines = sorted(f"- {f.content}" for f in db.facts.list(limit=100))
+    written = db.docs.write("MEMORY.md", "# Memory\n" + "\n".join(lines) + "\n")
+    db.docs.append_daily("Met a user who just moved to Lisbon with their dog.")
+    pack = build_memory_pack(db.facts, SEMANTIC_QUERY)
+    return {
+        "memory_md_revision": written.revision,
+        "memory_context": db.docs.render_memory_context(),
+        "semantic_query": SEMANTIC_QUERY,
+        "semantic_search": "hybrid" if db.facts.embedder is not None else "off",
+        "bm25_results": [f.content for f in db.facts.search(SEMANTIC_QUERY, top_k=3)],
+        "pack": pack.text,
+        "pack_tokens": pack.tokens,
+    }
 
 
 def _walk_through(db: MemoryDB, data_dir: Path) -> dict[str, Any]:
@@ -144,6 +191,7 @@ def _walk_through(db: MemoryDB, data_dir: Path) -> dict[str, Any]:
         "searches": searches,
         "memory_query": MEMORY_QUERY,
         "memory_block": inject_memory(facts, MEMORY_QUERY, max_facts=3),
+        "workspace": _workspace(db),
     }
 
 
@@ -186,6 +234,21 @@ def _demo_text(data: dict[str, Any]) -> Iterator[str]:
     yield ""
     yield f"5. The memory block an agent would put in its prompt for {data['memory_query']!r}:"
     for line in data["memory_block"].splitlines() or ["(nothing relevant)"]:
+        yield f"     {line}" if line else ""
+    yield ""
+    work = data["workspace"]
+    yield f"6. Wrote MEMORY.md (revision {work['memory_md_revision']}) and today's note; the"
+    yield "   workspace block an agent puts in its prompt:"
+    for line in work["memory_context"].splitlines()[:8]:
+        yield f"     {line}" if line else ""
+    yield ""
+    found = ", ".join(repr(c) for c in work["bm25_results"]) or "nothing"
+    yield f"7. {work['semantic_query']!r}: BM25 alone finds {found}."
+    if work["semantic_search"] == "off":
+        yield "   (pip install 'sqlmem[embed]' for semantic search; the pack below is BM25's)"
+    else:
+        yield "   With the offline WordLlama model (hybrid search), the memory pack is:"
+    for line in work["pack"].splitlines() or ["(empty)"]:
         yield f"     {line}" if line else ""
     yield ""
     yield "Look inside:"

@@ -69,7 +69,7 @@ def test_demo_json_and_running_twice(tmp_path: Path, capsys: pytest.CaptureFixtu
     first = run_json(capsys, "demo", str(tmp_path / "d"))
     second = run_json(capsys, "demo", str(tmp_path / "d"))
     for doc in (first, second):
-        assert len(doc["messages"]) == 7 and doc["facts_total"] == 3
+        assert len(doc["messages"]) == 7 and doc["facts_total"] == 4
         assert doc["compaction"] == {
             "archived": 5,
             "active": 2,
@@ -84,8 +84,15 @@ def test_demo_json_and_running_twice(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert "Rex" in dog["results"][0]["content"] and dog["query"] == "what's my dog's name?"
         assert running["results"][0]["content"] == "用户喜欢周日早上跑步"
         assert weather["results"], "history search must reach archived messages"
-    assert len(first["new_facts"]) == 3
+    assert len(first["new_facts"]) == 4
     assert second["new_facts"] == []  # idempotent: the facts were already remembered
+    for doc in (first, second):  # the 0.2 part: workspace documents and the memory pack
+        work = doc["workspace"]
+        assert work["memory_md_revision"] == 1  # the same MEMORY.md again: no new revision
+        assert work["memory_context"].startswith("## Long-term Memory\n# Memory\n")
+        assert work["bm25_results"] == []  # no word in common with the answer
+        assert work["semantic_search"] == "hybrid"  # the test extra installs wordllama
+        assert work["pack"].startswith("# Memory\n\n## Semantic\n- The user is vegetarian.\n")
     assert [f["id"] for f in first["extracted_facts"]] == [
         f["id"] for f in second["extracted_facts"]
     ]
@@ -103,7 +110,7 @@ def test_python_dash_m_runs_the_demo(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["facts_total"] == 3
+    assert json.loads(done.stdout)["facts_total"] == 4
 
 
 def test_demo_hints_run_from_a_shell_without_the_venv_on_path(tmp_path: Path) -> None:
@@ -163,7 +170,7 @@ def test_info(demo_db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0 and f"schema version  {latest} (latest {latest})" in out
     doc = run_json(capsys, "info", str(demo_db))
     assert doc["schema_version"] == doc["latest_version"] == latest
-    assert (doc["messages_active"], doc["messages_archived"], doc["facts"]) == (2, 5, 3)
+    assert (doc["messages_active"], doc["messages_archived"], doc["facts"]) == (2, 5, 4)
     assert run_json(capsys, "--json", "info", str(demo_db)) == doc  # before the command too
 
 
@@ -240,18 +247,20 @@ def test_export_import_round_trip(
     assert status == 0 and err == ""
     lines = exported.splitlines()
     assert json.loads(lines[0])["format"] == "sqlmem-export"
-    assert len(lines) == 1 + 7 + 1 + 3
+    # header, 7 messages, 1 summary, 4 facts, their 4 vectors, MEMORY.md and today's note
+    assert len(lines) == 1 + 7 + 1 + 4 + 4 + 2
 
     dump = tmp_path / "dump.jsonl"
     doc = run_json(capsys, "export", str(demo_db), "-o", str(dump))
-    assert doc["records"] == 11 and dump.read_text("utf-8").splitlines()[1:] == lines[1:]
+    assert doc["records"] == 18 and dump.read_text("utf-8").splitlines()[1:] == lines[1:]
 
     target = tmp_path / "restored" / "memory.db"
     doc = run_json(capsys, "import", str(target), str(dump))
-    assert (doc["messages"], doc["summaries"], doc["facts"]) == (7, 1, 3)
+    assert (doc["messages"], doc["summaries"], doc["facts"]) == (7, 1, 4)
+    assert (doc["vectors"], doc["documents"]) == (4, 2)
     doc = run_json(capsys, "import", str(target), str(dump))
     assert (doc["messages"], doc["summaries"], doc["facts"]) == (0, 0, 0)
-    assert doc["messages_skipped"] == 7 and doc["facts_skipped"] == 3
+    assert doc["messages_skipped"] == 7 and doc["facts_skipped"] == 4
     status, again, _ = run(capsys, "export", str(target))
     assert again.splitlines()[1:] == lines[1:]
     status, out, _ = run(capsys, "import", str(target), str(dump))
