@@ -21,12 +21,13 @@ same MEMORY.md again makes no new revision.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..context import LLMExtractor, build_memory_pack, inject_memory
+from ..context import Consolidator, LLMExtractor, build_memory_pack, inject_memory
 from ..errors import SqlmemError
 from ..factory import MemoryFactory
 from ..records import Message, ToolCall
@@ -94,8 +95,10 @@ def fake_complete(prompt: str) -> str:
     """A stand-in for an LLM: answers the extraction prompt like a model would, offline.
 
     It only answers what the conversation supports, in the bulleted style models use,
-    which `LLMExtractor` strips.
+    which `LLMExtractor` strips; the consolidation prompt gets the JSON it asks for.
     """
+    if '"history_entry"' in prompt:
+        return json.dumps({"history_entry": SUMMARY, "memory_update": ""})
     facts = []
     if "Rex" in prompt:
         facts.append("- The user's dog is called Rex.")
@@ -153,6 +156,8 @@ def _workspace(db: MemoryDB) -> dict[str, Any]:
 def _walk_through(db: MemoryDB, data_dir: Path) -> dict[str, Any]:
     history, facts = db.history, db.facts
     history.purge(SESSION_ID)  # the demo's own session: start it afresh every run
+    if db.docs.read("HISTORY.md") is not None:  # and its own consolidation log
+        db.docs.delete("HISTORY.md")
     messages = conversation()
     seqs = history.append_many(SESSION_ID, messages)
 
@@ -161,7 +166,10 @@ def _walk_through(db: MemoryDB, data_dir: Path) -> dict[str, Any]:
     extracted = extractor.extract(SESSION_ID, exchange)  # what the model found
     new = extractor.extract(SESSION_ID, exchange, store=facts)  # what memory lacked
 
-    archived = history.compact(SESSION_ID, keep_last=KEEP_LAST, summary=SUMMARY)
+    # autobot's consolidation: the model folds the older turns into a HISTORY.md entry,
+    # which also becomes the session summary, and they are archived: one transaction.
+    consolidated = Consolidator(db, fake_complete, memory_window=4, keep_last=KEEP_LAST)
+    archived = consolidated.maybe_consolidate(SESSION_ID).archived
     stored = history.get_all(SESSION_ID, include_archived=True)  # oldest, archived, first
 
     searches = []
@@ -187,6 +195,7 @@ def _walk_through(db: MemoryDB, data_dir: Path) -> dict[str, Any]:
             "archived": archived,
             "active": history.count(SESSION_ID),
             "summary": history.get_summary(SESSION_ID),
+            "history_md": db.docs.read("HISTORY.md").content,  # type: ignore[union-attr]
         },
         "searches": searches,
         "memory_query": MEMORY_QUERY,
@@ -215,8 +224,8 @@ def _demo_text(data: dict[str, Any]) -> Iterator[str]:
     yield ""
     compaction = data["compaction"]
     yield (
-        f"3. Compacted the session: {compaction['archived']} messages archived, "
-        f"{compaction['active']} still active, under the summary:"
+        f"3. Consolidated the session (Consolidator, fake model): {compaction['archived']} "
+        f"messages archived, {compaction['active']} still active; HISTORY.md and the summary:"
     )
     yield f"     {preview(compaction['summary'], 200)}"
     yield ""

@@ -13,10 +13,12 @@ the messages to send, and gets
 When the estimate passes `max_input_tokens * trigger_ratio`, older messages are compacted
 (summarized into the session summary and archived, one transaction, via `Compactor`),
 keeping the last `preserve_recent_pairs` user turns. If the prompt still exceeds
-`max_input_tokens`, the oldest remaining history messages are left out of this prompt (not
-archived: the store keeps them), pair-safe and never the last user turn; `trimmed` counts
-them. A failing summarizer never costs the turn: messages are archived without a new
-summary and the result carries the error.
+`max_input_tokens`, the oldest history messages are left out of this prompt (not archived:
+the store keeps them), pair-safe, and `trimmed` counts them; the summary goes last. The
+window never exceeds `max_input_tokens` unless the system prompt and the new user message
+alone do: then those two are returned and `over_limit` says so. A failing summarizer never
+costs the turn: messages are archived without a new summary and the result carries the
+error.
 """
 
 from __future__ import annotations
@@ -45,13 +47,16 @@ class _RendersFiles(Protocol):
 class BuiltContext:
     """The messages to send (system first, the new user message last), their estimated
     `tokens`, whether older messages were `compacted` this turn, how many were `trimmed`
-    from this prompt only, and the compaction's `error` if any (never raised)."""
+    from this prompt only (the summary counts as one), the compaction's `error` if any
+    (never raised), and `over_limit`: the system prompt and the new message alone exceed
+    `max_input_tokens`, so nothing else could be sent."""
 
     messages: list[Message]
     tokens: int
     compacted: bool
     trimmed: int
     error: str | None = None
+    over_limit: bool = False
 
 
 def _positive(name: str, value: object) -> int:
@@ -131,6 +136,10 @@ class ContextWindow:
         trimmed = 0
         if tokens > self.max_input_tokens:
             active, trimmed = self._trim(head, summary, active, user_message)
+            if not active and self._tokens(head, summary, [], user_message) > (
+                self.max_input_tokens
+            ):
+                summary, trimmed = "", trimmed + (1 if summary else 0)  # the summary last
             tokens = self._tokens(head, summary, active, user_message)
         messages = [*head, *self._summary_message(summary), *active, user_message]
         return BuiltContext(
@@ -139,6 +148,7 @@ class ContextWindow:
             compacted=bool(result and result.compacted),
             trimmed=trimmed,
             error=result.error if result else None,
+            over_limit=tokens > self.max_input_tokens,
         )
 
     def emergency(self, session_id: str) -> CompactionResult:
@@ -179,15 +189,13 @@ class ContextWindow:
     def _trim(
         self, head: list[Message], summary: str, active: list[Message], user: Message
     ) -> tuple[list[Message], int]:
-        """Leave the oldest history messages out until the prompt fits, never the last
-        user turn, never a tool result without its call."""
+        """Leave the oldest history messages out until the prompt fits (all of them if
+        need be), never a tool result without its call."""
         fixed = self._tokens(head, summary, [], user)
-        users = [i for i, m in enumerate(active) if m.role == "user"]
-        floor = users[-1] if users else len(active)  # the last user turn always stays
         costs = [message_tokens(m, self.estimator) for m in active]
         total = fixed + sum(costs)
         start = 0
-        while start < floor and total > self.max_input_tokens:
+        while start < len(active) and total > self.max_input_tokens:
             total -= costs[start]
             start += 1
         kept = drop_leading_tool_results(active[start:])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -332,3 +333,40 @@ def test_bad_extractor_arguments(ws: Any) -> None:
     for kwargs in ({"min_messages": -1}, {"cooldown_seconds": -1}, {"skip_sources": "cron"}):
         with pytest.raises(InvalidArgumentError):
             WorkspaceExtractor(ws, model, **kwargs)  # type: ignore[arg-type]
+
+
+def test_eight_concurrent_runs_call_the_model_once_and_the_others_are_busy_at_once(
+    ws: Any,
+) -> None:
+    _conversation(ws)
+    inside, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def blocked_model(prompt: str) -> str:
+        calls.append(prompt)
+        inside.set()
+        assert release.wait(10)
+        return json.dumps({"should_update": False, "reason": "no"})
+
+    outcomes: list[Any] = []
+    waits: list[float] = []
+
+    def run() -> None:
+        extractor = WorkspaceExtractor(ws, blocked_model, cooldown_seconds=0)
+        started = time.monotonic()
+        outcomes.append(extractor.run("s"))
+        waits.append(time.monotonic() - started)
+
+    first = threading.Thread(target=run)
+    first.start()
+    assert inside.wait(10)
+    others = [threading.Thread(target=run) for _ in range(7)]
+    for thread in others:
+        thread.start()
+    for thread in others:
+        thread.join(10)
+    busy = [o for o in outcomes if o.reason == "busy"]
+    assert len(busy) == 7 and max(waits) < 1.0  # at once, while the model is blocked
+    release.set()
+    first.join(10)
+    assert len(calls) == 1 and sum(o.ran for o in outcomes) == 1

@@ -121,12 +121,34 @@ def test_past_the_limit_the_oldest_messages_are_left_out_of_the_prompt_only(
     assert history.count("s") == 6  # trimming archives nothing
 
 
-def test_the_last_user_turn_is_never_trimmed(history: HistoryStore) -> None:
+def test_the_window_fits_unless_system_and_new_message_alone_do_not(
+    history: HistoryStore,
+) -> None:
     history.append("s", Message(role="user", content="x" * 500))
+    history.append("s", Message(role="assistant", content="y" * 50))
+    history.set_summary("s", "z" * 80)
     window = ContextWindow(history, max_input_tokens=100, estimator=_chars)
     built = window.build("s", "sys", "now")
-    assert [m.content for m in built.messages] == ["sys", "x" * 500, "now"]
-    assert built.trimmed == 0 and built.tokens > 100
+    # every history message and then the summary left out: it fits
+    assert [m.content for m in built.messages] == ["sys", "now"]
+    assert built.trimmed == 3 and not built.over_limit and built.tokens <= 100
+    big = window.build("s", "s" * 200, "now")  # the system prompt alone is too long
+    assert [m.content for m in big.messages] == ["s" * 200, "now"]
+    assert big.over_limit and big.tokens > 100
+    roomy = window.build("s", "sys", "now", docs=None)
+    assert roomy.tokens <= 100
+
+
+@pytest.mark.parametrize("limit", [60, 120, 200, 300, 400, 600, 1000])
+def test_the_window_never_exceeds_the_limit(history: HistoryStore, limit: int) -> None:
+    _turns(history, "s", 8, size=30)
+    history.set_summary("s", "a summary " * 5)
+    window = ContextWindow(history, max_input_tokens=limit, estimator=_chars)
+    built = window.build("s", "sys", "the new question")
+    assert built.tokens == sum(message_tokens(m, _chars) for m in built.messages)
+    assert built.tokens <= limit or built.over_limit
+    assert built.messages[-1].content == "the new question"
+    assert all(m.role != "tool" for m in built.messages[1:2])
 
 
 def test_emergency_keeps_the_last_turns_and_calls_no_model(history: HistoryStore) -> None:
