@@ -247,17 +247,18 @@ def test_export_import_round_trip(
     assert status == 0 and err == ""
     lines = exported.splitlines()
     assert json.loads(lines[0])["format"] == "sqlmem-export"
-    # header, 7 messages, 1 summary, 4 facts, their 4 vectors, MEMORY.md and today's note
-    assert len(lines) == 1 + 7 + 1 + 4 + 4 + 2
+    # header, 7 messages, 1 summary, 4 facts, their 4 vectors, and the documents:
+    # HISTORY.md, MEMORY.md and today's note
+    assert len(lines) == 1 + 7 + 1 + 4 + 4 + 3
 
     dump = tmp_path / "dump.jsonl"
     doc = run_json(capsys, "export", str(demo_db), "-o", str(dump))
-    assert doc["records"] == 18 and dump.read_text("utf-8").splitlines()[1:] == lines[1:]
+    assert doc["records"] == 19 and dump.read_text("utf-8").splitlines()[1:] == lines[1:]
 
     target = tmp_path / "restored" / "memory.db"
     doc = run_json(capsys, "import", str(target), str(dump))
     assert (doc["messages"], doc["summaries"], doc["facts"]) == (7, 1, 4)
-    assert (doc["vectors"], doc["documents"]) == (4, 2)
+    assert (doc["vectors"], doc["documents"]) == (4, 3)
     doc = run_json(capsys, "import", str(target), str(dump))
     assert (doc["messages"], doc["summaries"], doc["facts"]) == (0, 0, 0)
     assert doc["messages_skipped"] == 7 and doc["facts_skipped"] == 4
