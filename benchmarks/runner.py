@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .context import SIZES, Context
+from .context_workloads import w8_memory_pack, w9_context_window
 from .data import Corpus
 from .doc_workloads import w7_documents
 from .fact_workloads import (
@@ -47,6 +48,8 @@ WORKLOADS: dict[str, Callable[[Context], list[Row]]] = {
     "W5": w5_history_search,
     "W6": w6_mixed,
     "W7": w7_documents,
+    "W8": w8_memory_pack,
+    "W9": w9_context_window,
 }
 
 #: Run only when named in --only: the designs weighed for mode "any", already decided.

@@ -112,13 +112,18 @@ def build_memory_pack(
     )
 
 
-def render(items: Sequence[PackItem]) -> str:
-    """The pack's text: `# Memory`, then one section per layer in LAYER_ORDER."""
+def render(items: Sequence[PackItem], bullets: dict[int, str] | None = None) -> str:
+    """The pack's text: `# Memory`, then one section per layer in LAYER_ORDER.
+    `bullets`: each item's rendered line by `id(item)`, when the caller has them."""
     if not items:
         return ""
     parts = ["# Memory\n"]
     for layer in LAYER_ORDER:
-        lines = [bullet(i.fact.content) for i in items if i.layer == layer]
+        lines = [
+            bullets[id(i)] if bullets is not None else bullet(i.fact.content)
+            for i in items
+            if i.layer == layer
+        ]
         if lines:
             parts.append(f"\n## {_TITLES[layer]}\n")
             parts.extend(lines)
@@ -209,11 +214,12 @@ def _unique(items: list[PackItem]) -> list[PackItem]:
 
 def _fill(items: list[PackItem], config: PackConfig) -> tuple[list[PackItem], int]:
     estimate = config.estimator or estimate_tokens
+    bullets = {id(item): bullet(item.fact.content) for item in items}  # each line once
     chosen: list[PackItem] = []
     skipped = 0
     for item in items:
         trial = [*chosen, item]
-        tokens = estimate(render(trial))  # render groups by layer, keeping this order
+        tokens = estimate(render(trial, bullets))  # render groups by layer, keeping order
         fits_soft = tokens <= config.soft_budget_tokens
         fits_overflow = item.score >= config.overflow_min_score and (
             tokens <= config.max_budget_tokens
