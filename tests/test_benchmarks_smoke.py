@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOADS = ["W1", "W1b", "W2", "W3", "W3b", "W3m", "W3c", "W3d", "W4", "W5", "W6", "W7", "W8", "W9"]
+WORKLOADS = [
+    "W1", "W1b", "W2", "W3", "W3b", "W3m", "W3c", "W3d", "W4", "W5", "W6", "W7", "W8", "W9",
+]  # fmt: skip
 
 
 def test_runner_writes_every_workload(tmp_path: Path) -> None:
