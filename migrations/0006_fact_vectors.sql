@@ -10,6 +10,9 @@
 --   than the store's embedder count as missing (embed_pending replaces them).
 -- * `content_hash` (sha256 of model and text) is the embedding cache: identical content
 --   is embedded once, whichever fact holds it; facts_vectors_hash finds it.
+-- * fact_vectors_version counts every change to fact_vectors (triggers, so other clients'
+--   writes and cascaded deletes count too): a process that keeps the vectors in memory
+--   for unfiltered searches reads this one row to know whether its copy is current.
 -- * A changed content makes the vector stale: the trigger drops it in the same statement,
 --   whoever wrote the fact (sqlmem writes the new vector in the same transaction; a plain
 --   SQLite client's edit leaves the fact for embed_pending).
@@ -26,4 +29,22 @@ CREATE INDEX fact_vectors_hash ON fact_vectors(content_hash);
 CREATE TRIGGER facts_vector_stale AFTER UPDATE OF content ON facts
 WHEN old.content IS NOT new.content BEGIN
     DELETE FROM fact_vectors WHERE fact_pk = new.pk;
+END;
+
+CREATE TABLE fact_vectors_version (
+    id      INTEGER PRIMARY KEY CHECK (id = 1),
+    changes INTEGER NOT NULL
+);
+INSERT INTO fact_vectors_version(id, changes) VALUES (1, 0);
+
+CREATE TRIGGER fact_vectors_insert AFTER INSERT ON fact_vectors BEGIN
+    UPDATE fact_vectors_version SET changes = changes + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER fact_vectors_update AFTER UPDATE ON fact_vectors BEGIN
+    UPDATE fact_vectors_version SET changes = changes + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER fact_vectors_delete AFTER DELETE ON fact_vectors BEGIN
+    UPDATE fact_vectors_version SET changes = changes + 1 WHERE id = 1;
 END;

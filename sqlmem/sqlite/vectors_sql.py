@@ -9,18 +9,21 @@ from typing import Any
 import apsw
 
 from ..rules.encoding import now_ms
-from .facts_sql import _COLUMNS, LIVE, NO_ITEM_KEY, FilterKey, _where
+from .facts_sql import _COLUMNS, _RAREST_TAG, LIVE, NO_ITEM_KEY, FilterKey, _where
 
 __all__ = [
+    "ALL_VECTORS",
     "EXPORT_PAGE",
     "FILL_ONE",
     "IMPORT_TARGET",
+    "LIVE_ROWS_BY_PK",
     "PENDING_COUNT",
     "PENDING_PAGE",
     "ROWS_BY_PK",
     "STORED_BY_HASH",
     "UPSERT_BY_ID",
     "UPSERT_BY_PK",
+    "VERSION",
     "WITHOUT_VECTORS",
     "candidates_sql",
     "count_without_vectors",
@@ -70,20 +73,45 @@ ROWS_BY_PK = (
 )
 
 
+#: The change counter of fact_vectors (migration 0006): the in-memory matrix is current
+#: while it has not moved.
+VERSION = "SELECT changes FROM fact_vectors_version WHERE id = 1"
+
+#: Every vector of a model and dimension, for the in-memory matrix of unfiltered searches.
+ALL_VECTORS = (
+    "SELECT fact_pk, vector FROM fact_vectors WHERE model = :model AND dim = :dim ORDER BY fact_pk"
+)
+
+#: The full rows of ranked candidates that are still live.
+LIVE_ROWS_BY_PK = (
+    f"SELECT f.pk, {_COLUMNS} FROM facts AS f"
+    f" WHERE f.pk IN (SELECT value FROM json_each(:pks)) AND {LIVE}"
+)
+
+
 @cache
 def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> str:
     """(pk, vector) of the live facts passing the filters with a vector of the query's
-    model and dimension: the rows exact cosine ranks (filters before ranking)."""
+    model and dimension: the rows exact cosine ranks (filters before ranking).
+
+    The filters drive: with tags, the facts holding the rarest wanted tag (one seek into
+    fact_tags), else whatever index the planner picks for them (category, time), and only
+    then each candidate's vector by its key, so a 2% filter reads 2% of the vectors."""
     where = [
         "v.model = :model",
         "v.dim = :dim",
         *_where(key, item_key),
         LIVE,
     ]
-    return (
-        "SELECT f.pk, v.vector FROM fact_vectors AS v CROSS JOIN facts AS f"
-        " ON f.pk = v.fact_pk WHERE " + " AND ".join(where)
-    )
+    source = "facts AS f JOIN fact_vectors AS v ON v.fact_pk = f.pk"
+    if key[0]:  # tags: the rarest wanted tag's facts drive
+        source = (
+            "fact_tags AS d CROSS JOIN facts AS f ON f.pk = d.fact_pk"
+            " CROSS JOIN fact_vectors AS v ON v.fact_pk = f.pk"
+        )
+        where.insert(0, _RAREST_TAG)
+    # No ORDER BY: SQLite would sort the vectors themselves; the caller orders by pk.
+    return f"SELECT f.pk, v.vector FROM {source} WHERE " + " AND ".join(where)
 
 
 def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:

@@ -315,3 +315,34 @@ def test_vectors_travel_in_the_export_and_import_checks_them(tmp_path: Path) -> 
     with sqlmem.open(plain) as db:  # no embedder: the vectors are kept all the same
         import_lines(db, dump.read_text().splitlines())
         assert db.stats()["facts_without_vectors"] == 1
+
+
+def test_the_in_memory_matrix_follows_every_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unfiltered vector search on a large store ranks a kept copy of the vectors; it must
+    see this process's writes, another connection's, deletes, and expiry at once."""
+    from sqlmem.sqlite import vectors as sqlite_vectors
+
+    monkeypatch.setattr(sqlite_vectors, "MATRIX_MIN_ROWS", 1)  # keep it from the first row
+    embedder = CountingEmbedder()
+    path = tmp_path / "m.db"
+    with sqlmem.open(path, embedder=embedder) as db, sqlmem.open(
+        path, embedder=embedder
+    ) as other:
+        db.facts.index(Fact(id="a", content="red apples"))
+        db.facts.index(Fact(id="b", content="blue sea"))
+        assert db.facts.search("red apples", mode="vector", top_k=1)[0].id == "a"
+        assert db.facts._vectors._matrix is not None  # type: ignore[attr-defined]
+        other.facts.index(Fact(id="c", content="green tea"))  # another connection
+        assert db.facts.search("green tea", mode="vector", top_k=1)[0].id == "c"
+        db.facts.index(Fact(id="a", content="yellow bananas"))  # content changed
+        assert db.facts.search("yellow bananas", mode="vector", top_k=1)[0].id == "a"
+        other.facts.delete("c")
+        assert "c" not in [f.id for f in db.facts.search("green tea", mode="vector")]
+        soon = datetime.now(timezone.utc) - timedelta(seconds=1)
+        db.facts.index(Fact(id="b", content="blue sea", expires_at=soon))
+        assert [f.id for f in db.facts.search("blue sea", mode="vector")] == ["a"]
+        unfiltered = [f.id for f in db.facts.search("bananas", mode="vector")]
+        filtered = [f.id for f in db.facts.search("bananas", mode="vector", min_confidence=0)]
+        assert unfiltered == filtered  # the matrix and the SQL path agree
