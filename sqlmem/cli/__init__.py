@@ -28,6 +28,7 @@ def _handlers() -> dict[str, Handler]:
     from .commands import run_check, run_history, run_info, run_migrate, run_search
     from .demo import run_demo
     from .docs import run_docs
+    from .mcp_server import run_mcp
     from .sessions import run_sessions
     from .transfer import run_export, run_import
 
@@ -42,6 +43,7 @@ def _handlers() -> dict[str, Handler]:
         "export": run_export,
         "import": run_import,
         "docs": run_docs,
+        "mcp": run_mcp,
     }
 
 
@@ -82,7 +84,7 @@ def _run(argv: list[str]) -> int:
     if args.command is None:
         raise UsageError(
             "a command is required: demo, info, check, migrate, search, history, sessions, "
-            "export, import or docs",
+            "export, import, docs or mcp",
             "sqlmem",
         )
     return _handlers()[args.command](args, Output(args.json))
