@@ -5,7 +5,7 @@ spec styles, and arbitrary JSON thrown at every tool."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -449,7 +449,7 @@ def test_spec_styles() -> None:
     anthropic = tools.specs("anthropic")
     mcp = tools.specs("mcp")
     assert [s["function"]["name"] for s in openai] == ALL_TOOLS
-    for o, a, m in zip(openai, anthropic, mcp):
+    for o, a, m in zip(openai, anthropic, mcp, strict=True):
         assert o["type"] == "function" and set(o) == {"type", "function"}
         assert set(o["function"]) == {"name", "description", "parameters"}
         assert set(a) == {"name", "description", "input_schema"}
