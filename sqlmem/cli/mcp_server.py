@@ -78,6 +78,25 @@ def _open(args: argparse.Namespace) -> MemoryDB:
     return sqlmem_open(args.path, StoreConfig(busy_timeout_ms=args.busy_timeout_ms))
 
 
+#: Tools that change or remove what is stored (the others read, or only add: a save merges
+#: into an equal memory, a promotion moves one between layers).
+_DESTRUCTIVE = frozenset(
+    {"update_memory", "forget_memory", "write_workspace_memory_file", "edit_workspace_memory_file"}
+)
+
+
+def _annotations(types: Any, name: str) -> Any:
+    """MCP's hints for clients that ask before running a tool that writes."""
+    from ..tools.catalog import TOOLS
+
+    writes = next(t.writes for t in TOOLS if t.name == name)
+    return types.ToolAnnotations(
+        read_only_hint=not writes,
+        destructive_hint=name in _DESTRUCTIVE if writes else None,
+        open_world_hint=False,  # only this memory file, never the network
+    )
+
+
 class _InFlight:
     """Tool calls under way, so a shutdown can wait for them: a call is never cut short,
     and the database is closed only once none is left."""
@@ -95,8 +114,13 @@ async def _serve(tools: Any) -> None:
     from mcp.server.stdio import stdio_server
 
     listed = [
-        types.Tool(name=s["name"], description=s["description"], input_schema=s["inputSchema"])
-        for s in tools.specs("mcp")
+        types.Tool(
+            name=spec["name"],
+            description=spec["description"],
+            input_schema=spec["inputSchema"],
+            annotations=_annotations(types, spec["name"]),
+        )
+        for spec in tools.specs("mcp")
     ]
     calls = _InFlight()
     calls.idle = anyio.Event()
