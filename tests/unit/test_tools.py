@@ -5,6 +5,8 @@ spec styles, and arbitrary JSON thrown at every tool."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -512,11 +514,13 @@ def test_arbitrary_json_never_raises(
     fuzz_db: sqlmem.MemoryDB, name: str, args: Any, as_text: bool
 ) -> None:
     tools = sqlmem.MemoryTools(fuzz_db)
+    before = state(fuzz_db)
     text = tools.call(name, json.dumps(args) if as_text else args)
     result = json.loads(text)
     assert isinstance(result, dict)
     if "error" in result:
         assert result["code"] in {"unknown_tool", "invalid_arguments", "not_found", "conflict"}
+        assert state(fuzz_db) == before  # a refused call stores nothing
     text.encode("utf-8")  # sendable as is
 
 
@@ -537,3 +541,42 @@ def test_twin_arbitrary_json_never_raises() -> None:
         assert isinstance(result, dict)
 
     run()
+
+
+def test_optional_extras_never_load_unless_used(tmp_path: Path) -> None:
+    """`import sqlmem`, the tools and the CLI's grammar load neither the MCP SDK nor
+    jsonschema; only `sqlmem mcp` imports them."""
+    code = (
+        "import sys, json, sqlmem, sqlmem.cli\n"
+        "from sqlmem.cli.parser import build_parser\n"
+        "build_parser()\n"
+        "tools = sqlmem.MemoryTools(sqlmem.memory.open())\n"
+        "tools.call('search_memory', '{}'); tools.specs('mcp')\n"
+        "print(json.dumps(sorted(m for m in sys.modules\n"
+        "      if m.split('.')[0] in {'mcp', 'mcp_types', 'anyio', 'jsonschema', 'starlette'})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+
+
+def test_mcp_command_without_the_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "mcp", None)  # as if the extra were not installed
+    from sqlmem.cli import main
+
+    assert main(["mcp", str(tmp_path / "memory.db")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "pip install 'sqlmem[mcp]'" in err
+    assert not (tmp_path / "memory.db").exists()
+
+
+def test_mcp_command_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from sqlmem.cli import main
+
+    assert main(["mcp", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--read-only" in out and "sqlmem mcp memory.db" in out
