@@ -27,9 +27,9 @@ from typing import Any
 
 from .. import __version__
 from ..config import StoreConfig
-from ..sqlite.db import MemoryDB
+from ..sqlite.db import MemoryDB, resolve_path
 from ..sqlite.db import open as sqlmem_open
-from .opening import CommandError, existing_path, open_existing
+from .opening import CommandError, open_existing
 from .output import Output
 
 __all__ = ["run_mcp"]
@@ -71,9 +71,7 @@ def run_mcp(args: argparse.Namespace, out: Output) -> int:
 def _open(args: argparse.Namespace) -> MemoryDB:
     if args.read_only:
         return open_existing(args.path)  # never written: no WAL switch, no migration
-    try:
-        existing_path(args.path)
-    except CommandError:
+    if not resolve_path(args.path).exists():  # a new agent: say so, a typo shows at once
         _log.warning("%s: no such file; creating an empty memory database", args.path)
     return sqlmem_open(args.path, StoreConfig(busy_timeout_ms=args.busy_timeout_ms))
 
@@ -109,7 +107,7 @@ class _InFlight:
 
 async def _serve(tools: Any) -> None:
     import anyio
-    import mcp_types as types
+    from mcp import types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
