@@ -10,7 +10,8 @@ runs. Stdout carries protocol messages and nothing else: the SDK points fd 1 at 
 while it serves, and our logging goes to stderr. Tool calls run in worker threads, one
 store transaction each, so a slow write never stalls the protocol loop; on EOF, SIGTERM,
 SIGINT or SIGHUP the server stops taking requests, waits for the calls under way to
-finish (a write is never cut in half), closes the database and exits 0.
+finish (a write is never cut in half), closes the database and exits 0 (see
+`_stop_on_signal` for what a signal may still lose: the reply of a call under way).
 
 Without `--read-only` the file is created and migrated when needed (a new agent's memory
 starts empty); with it, the file must exist at the current schema and is never written.
@@ -169,8 +170,10 @@ async def _stop_on_signal(tools: Any, calls: _InFlight) -> None:
 
     The exit is immediate (`os._exit`) because the SDK reads stdin in a worker thread
     that nothing can interrupt: a cancelled server would wait for the client's next line
-    forever. By then nothing is left to clean up: no call is running, the database is
-    closed (its transactions all ended), stdout has had every reply flushed.
+    forever. By then what matters is done: no call is running, every write it made is
+    committed, the database is closed. The reply to a call that was still running when
+    the signal came may be lost (whoever sent SIGTERM is ending the session); what that
+    call stored is whole.
     """
     import anyio
 

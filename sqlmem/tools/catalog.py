@@ -43,6 +43,8 @@ class ToolDef:
 
     @property
     def schema(self) -> dict[str, Any]:
+        """A new JSON Schema object (its property schemas shared with the catalog: deep-copy
+        before handing it to code that may change it)."""
         return {
             "type": "object",
             "properties": self.properties,

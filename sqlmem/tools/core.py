@@ -20,6 +20,7 @@ store, so a refused call stores nothing.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -83,10 +84,12 @@ class MemoryTools:
         self.db = db
         self.groups = chosen
         self.read_only = read_only
-        self._tools: dict[str, tuple[ToolDef, Handler]] = {
-            tool.name: (tool, HANDLERS[tool.name])
-            for tool in TOOLS
-            if tool.group in chosen and not (read_only and tool.writes)
+        offered = [t for t in TOOLS if t.group in chosen and not (read_only and t.writes)]
+        self._defs: tuple[ToolDef, ...] = tuple(offered)
+        # name -> (the schema call() validates against, built once and never handed out;
+        # the handler)
+        self._tools: dict[str, tuple[dict[str, Any], Handler]] = {
+            t.name: (t.schema, HANDLERS[t.name]) for t in offered
         }
 
     @property
@@ -106,10 +109,10 @@ class MemoryTools:
                     "function": {
                         "name": t.name,
                         "description": t.description,
-                        "parameters": t.schema,
+                        "parameters": copy.deepcopy(t.schema),
                     },
                 }
-                for t, _ in self._tools.values()
+                for t in self._defs
             ]
         key = {"anthropic": "input_schema", "mcp": "inputSchema"}.get(style)
         if key is None:
@@ -117,8 +120,8 @@ class MemoryTools:
                 f"style must be 'openai', 'anthropic' or 'mcp', got {style!r}"
             )
         return [
-            {"name": t.name, "description": t.description, key: t.schema}
-            for t, _ in self._tools.values()
+            {"name": t.name, "description": t.description, key: copy.deepcopy(t.schema)}
+            for t in self._defs
         ]
 
     def call(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> str:
@@ -137,8 +140,8 @@ class MemoryTools:
         entry = self._tools.get(name) if isinstance(name, str) else None
         if entry is None:
             return _error(_unknown_tool(name, self), "unknown_tool")
-        tool, handler = entry
-        args = validate(tool.schema, _decode(arguments))
+        schema, handler = entry
+        args = validate(schema, _decode(arguments))
         return json.dumps(
             handler(self.db, args), ensure_ascii=False, separators=(",", ":"), allow_nan=False
         )

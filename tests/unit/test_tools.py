@@ -466,6 +466,11 @@ def test_spec_styles() -> None:
     json.dumps(openai)  # plain JSON, ready to send
     openai[0]["function"]["name"] = "changed"  # callers get their own copies
     assert tools.specs()[0]["function"]["name"] == "save_memory"
+    for spec in mcp:  # even deep inside: what call() validates against stays as it was
+        spec["inputSchema"]["properties"].clear()
+        spec["inputSchema"]["additionalProperties"] = True
+    assert json.loads(tools.call("search_memory", {"top_k": 500}))["code"] == "invalid_arguments"
+    assert tools.specs("mcp")[1]["inputSchema"]["properties"]["top_k"]["maximum"] == 50
     with pytest.raises(sqlmem.InvalidArgumentError, match="style"):
         tools.specs("gemini")  # type: ignore[arg-type]
 
