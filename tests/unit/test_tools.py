@@ -485,11 +485,15 @@ def test_exported_lazily() -> None:
 # --- arbitrary JSON: never raises, store consistent ------------------------------------
 
 PROPERTY_NAMES = sorted({p for t in TOOLS for p in t.properties})
+
+
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
+    _nested,
     max_leaves=12,
 )
 argument_objects = st.dictionaries(
