@@ -589,3 +589,120 @@ def test_mcp_command_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["mcp", "--help"]) == 0
     out = capsys.readouterr().out
     assert "--read-only" in out and "sqlmem mcp memory.db" in out
+
+
+# --- SQLite and the twin agree, call by call --------------------------------------------
+
+_TEXTS = ["the cat sleeps", "The cat  sleeps.", "dogs bark loudly", "green tea", "cat and dog"]
+_WORDS = ["cat", "dog", "tea", "sleeps", "", "zebra"]
+_FILES = ["MEMORY.md", "memory/2026-01-31.md", "../x.md", "/abs.md"]
+_UNSET = object()
+
+
+def _opt(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(st.just(_UNSET), strategy)
+
+
+def _call(name: str, **args: Any) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    return st.fixed_dictionaries({k: v for k, v in args.items()}).map(
+        lambda drawn: (name, {k: v for k, v in drawn.items() if v is not _UNSET})
+    )
+
+
+_ID = st.one_of(st.just(0), st.integers(0, 3))  # the n-th id saved (or an unknown one)
+_LAYERS = st.sampled_from(["episodic", "semantic", "procedural"])
+_SAVE = _call(
+    "save_memory",
+    content=st.sampled_from(_TEXTS),
+    layer=_opt(_LAYERS),
+    tags=_opt(st.lists(st.sampled_from(["a", "b"]), max_size=2)),
+    category=_opt(st.sampled_from(["", "user", "user/pets", "../bad"])),
+    confidence=_opt(st.sampled_from([0, 0.5, 1])),
+)
+_WRITE = _call(
+    "write_workspace_memory_file",
+    filename=st.sampled_from(_FILES[:2] * 3 + _FILES[2:]),  # mostly valid names
+    content=st.sampled_from(["a cat", "a a", "", "dog\ncat\n"]),
+)
+_OTHERS = st.one_of(
+    _call(
+        "search_memory",
+        query=_opt(st.sampled_from(_WORDS)),
+        layer=_opt(_LAYERS),
+        category=_opt(st.sampled_from(["user", ""])),
+        top_k=st.just(50),
+    ),
+    _call(
+        "update_memory",
+        id=_ID,
+        content=_opt(st.sampled_from(_TEXTS)),
+        tags=_opt(st.lists(st.sampled_from(["a", "c"]), max_size=2)),
+        salience=_opt(st.sampled_from([0, 1])),
+    ),
+    _call("forget_memory", id=_ID),
+    _call("promote_memory", id=_ID, layer=_LAYERS),
+    _call("list_tags"),
+    _call("list_categories"),
+    _call(
+        "edit_workspace_memory_file",
+        filename=st.sampled_from(_FILES),
+        old_text=st.sampled_from(["a", "cat", "zzz"]),
+        new_text=st.sampled_from(["", "b"]),
+        replace_all=_opt(st.booleans()),
+    ),
+    _call("read_workspace_memory_file", filename=st.sampled_from(_FILES)),
+    _call("list_workspace_memory_files", filename_prefix=_opt(st.sampled_from(["memory/", ""]))),
+    _call("search_conversations", query=st.sampled_from(_WORDS), top_k=st.just(50)),
+)
+# Writes first (a third of the calls), so the reads and id-based calls find something.
+_OPERATIONS = st.one_of(_SAVE, _WRITE, _OTHERS)
+_VOLATILE = {"score", "created_at", "updated_at"}
+
+
+def _normal(value: Any, aliases: dict[str, str]) -> Any:
+    """A result with ids replaced by their order of appearance, timestamps and scores
+    dropped, and lists sorted (equal scores and equal times may order differently)."""
+    if isinstance(value, dict):
+        return {k: _normal(v, aliases) for k, v in value.items() if k not in _VOLATILE}
+    if isinstance(value, list):
+        return sorted((_normal(v, aliases) for v in value), key=json.dumps)
+    if isinstance(value, str) and value in aliases:
+        return aliases[value]
+    return value
+
+
+class _Side:
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self.tools = sqlmem.MemoryTools(db)
+        self.ids: list[str] = []
+        self.aliases: dict[str, str] = {}
+        for i, text in enumerate(["a cat and a dog", "tea time"]):
+            db.history.append(f"s{i}", sqlmem.Message(role="user", content=text))
+        for text in ("seed: a cat", "seed: a dog"):  # ids for the id-based calls to find
+            self.run("save_memory", {"content": text, "layer": "episodic", "tags": ["a"]})
+        self.run("write_workspace_memory_file", {"filename": "MEMORY.md", "content": "a cat"})
+
+    def run(self, name: str, args: dict[str, Any]) -> Any:
+        if "id" in args:
+            n = args["id"]
+            args = {**args, "id": self.ids[n] if n < len(self.ids) else f"unknown-{n}"}
+        result = json.loads(self.tools.call(name, args))
+        if "error" in result:
+            return result["code"]
+        if name == "save_memory" and result["id"] not in self.aliases:
+            self.ids.append(result["id"])
+            self.aliases[result["id"]] = f"id{len(self.ids)}"
+        return _normal(result, self.aliases)
+
+
+@settings(max_examples=80)
+@given(operations=st.lists(_OPERATIONS, min_size=5, max_size=30))
+def test_sqlite_and_twin_agree_through_the_tools(
+    tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, Any]]
+) -> None:
+    with sqlmem.open(tmp_path_factory.mktemp("agree") / "memory.db") as db:
+        sqlite, twin = _Side(db), _Side(sqlmem.memory.open())
+        for name, args in operations:
+            assert sqlite.run(name, args) == twin.run(name, args), (name, args)
+        assert db.check().ok
