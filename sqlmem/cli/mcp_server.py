@@ -173,7 +173,8 @@ async def _stop_on_signal(tools: Any, calls: _InFlight) -> None:
     forever. By then what matters is done: no call is running, every write it made is
     committed, the database is closed. The reply to a call that was still running when
     the signal came may be lost (whoever sent SIGTERM is ending the session); what that
-    call stored is whole.
+    call stored is whole. (MCP's own shutdown for stdio is the client closing stdin, then
+    SIGTERM only if the server has not exited: by then nobody reads replies.)
     """
     import anyio
 

@@ -341,3 +341,34 @@ def test_signal_waits_for_a_call_under_way(memory_file: Path) -> None:
     assert status == 0 and "Traceback" not in err
     assert [f[1] for f in stored(memory_file)[0]] == ["late write"]
     _no_transaction_open(memory_file)
+
+
+def test_eof_waits_for_a_call_under_way(memory_file: Path) -> None:
+    """MCP's own shutdown for stdio is the client closing stdin: a write still waiting for
+    the lock then finishes whole before the database is closed, and the exit is 0."""
+    server = RawServer(memory_file, "--busy-timeout-ms", "20000")
+    server.start()
+    holder = apsw.Connection(str(memory_file))
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert server.process.stdin is not None
+        call = {
+            "jsonrpc": "2.0",
+            "id": 99,
+            "method": "tools/call",
+            "params": {
+                "name": "write_workspace_memory_file",
+                "arguments": {"filename": "LATE.md", "content": "late"},
+            },
+        }
+        server.process.stdin.write(json.dumps(call) + "\n")
+        assert server.send("ping")["result"] == {}  # the call is under way (see above)
+        server.process.stdin.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    status, _, err = server.finish()
+    assert status == 0 and "Traceback" not in err
+    with sqlmem.open(memory_file) as db:
+        assert db.docs.read("LATE.md").content == "late" and db.check().ok
+    _no_transaction_open(memory_file)
