@@ -706,3 +706,19 @@ def test_sqlite_and_twin_agree_through_the_tools(
         for name, args in operations:
             assert sqlite.run(name, args) == twin.run(name, args), (name, args)
         assert db.check().ok
+
+
+def test_search_call_validates_no_record(mdb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hot path: `search_memory` builds its answer from the store's unvalidated
+    results, never a validated `Fact` (what `facts.search` itself guarantees)."""
+    mdb.facts.index(sqlmem.Fact(content="cats purr when content"))
+    tools = sqlmem.MemoryTools(mdb)
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a record was validated on the search path")
+
+    monkeypatch.setattr(sqlmem.Fact, "__init__", refuse)
+    monkeypatch.setattr(sqlmem.Fact, "model_validate", classmethod(refuse))
+    found = ok(tools, "search_memory", {"query": "cats"})["results"]
+    assert [r["content"] for r in found] == ["cats purr when content"]
+    assert ok(tools, "search_memory", {})["results"]  # the newest-first listing too
