@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
     from .records import Fact, Message, ToolCall
     from .sqlite.db import CheckReport, MemoryDB
     from .sqlite.db import open as open  # public as sqlmem.open, kept out of __all__
+    from .tools import MemoryTools
 
 __version__ = "0.1.0"
 
@@ -133,6 +134,7 @@ _LAZY: dict[str, str] = {
     ),
     **dict.fromkeys(("Fact", "Message", "ToolCall"), ".records"),
     **dict.fromkeys(("CheckReport", "MemoryDB", "open"), ".sqlite.db"),
+    "MemoryTools": ".tools",
 }
 
 
@@ -196,6 +198,7 @@ __all__ = [
     "MemoryDB",
     "MemoryFactory",
     "MemoryPack",
+    "MemoryTools",
     "Message",
     "MigrationChecksumError",
     "MigrationError",

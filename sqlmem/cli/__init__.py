@@ -28,6 +28,7 @@ def _handlers() -> dict[str, Handler]:
     from .commands import run_check, run_history, run_info, run_migrate, run_search
     from .demo import run_demo
     from .docs import run_docs
+    from .mcp_server import run_mcp
     from .memory_commands import run_embed, run_maintain, run_pack, run_vacuum
     from .sessions import run_sessions
     from .transfer import run_export, run_import
@@ -47,6 +48,7 @@ def _handlers() -> dict[str, Handler]:
         "vacuum": run_vacuum,
         "embed": run_embed,
         "pack": run_pack,
+        "mcp": run_mcp,
     }
 
 
@@ -87,7 +89,7 @@ def _run(argv: list[str]) -> int:
     if args.command is None:
         raise UsageError(
             "a command is required: demo, info, check, migrate, search, history, sessions, "
-            "export, import, docs, maintain, vacuum, embed or pack",
+            "export, import, docs, maintain, vacuum, embed, pack or mcp",
             "sqlmem",
         )
     return _handlers()[args.command](args, Output(args.json))

@@ -97,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_docs(commands)
     add_memory_commands(commands, _command, _existing, _progress)
+    _mcp(commands)
     return parser
 
 
@@ -262,3 +263,28 @@ def _import(commands: _Commands) -> None:
     load.add_argument("path", metavar="PATH", help="a memory.db (created if missing)")
     load.add_argument("file", metavar="FILE", help="a file written by 'sqlmem export'")
     _progress(load)
+
+
+def _mcp(commands: _Commands) -> None:
+    mcp = _command(
+        commands,
+        "mcp",
+        "serve the memory tools over MCP on stdio (needs the 'mcp' extra)",
+        "sqlmem mcp memory.db",
+        "sqlmem mcp memory.db --read-only",
+    )
+    mcp.add_argument(
+        "path", metavar="PATH", help="a memory.db (created if missing, unless read-only)"
+    )
+    mcp.add_argument(
+        "--read-only",
+        action="store_true",
+        help="offer only the tools that read; the file must exist and is never written",
+    )
+    mcp.add_argument(
+        "--busy-timeout-ms",
+        type=int,
+        default=5000,
+        metavar="MS",
+        help="how long a write waits for another writer before answering busy (default 5000)",
+    )
