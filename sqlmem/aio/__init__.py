@@ -5,6 +5,6 @@ guarantees)."""
 from __future__ import annotations
 
 from .db import AsyncMemoryDB, open
-from .stores import AsyncFactStore, AsyncHistoryStore
+from .stores import AsyncDocumentStore, AsyncFactStore, AsyncHistoryStore
 
-__all__ = ["AsyncFactStore", "AsyncHistoryStore", "AsyncMemoryDB", "open"]
+__all__ = ["AsyncDocumentStore", "AsyncFactStore", "AsyncHistoryStore", "AsyncMemoryDB", "open"]

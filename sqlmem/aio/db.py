@@ -14,13 +14,13 @@ from ..errors import InvalidArgumentError
 from ..protocols import Embedder
 from ..sqlite.db import CheckReport, MemoryDB
 from .runner import Runner
-from .stores import AsyncFactStore, AsyncHistoryStore
+from .stores import AsyncDocumentStore, AsyncFactStore, AsyncHistoryStore
 
 __all__ = ["AsyncMemoryDB", "open"]
 
 
 class AsyncMemoryDB:
-    """`.history` and `.facts` with awaited methods over one `MemoryDB`.
+    """`.history`, `.facts` and `.docs` with awaited methods over one `MemoryDB`.
 
     Built by `open()`, or over a `MemoryDB` the program already has (`AsyncMemoryDB(db)`):
     the sync and async handles then share the engine. `aclose()` (or `async with`) closes
@@ -39,6 +39,7 @@ class AsyncMemoryDB:
         self._runner = Runner(workers)
         self.history = AsyncHistoryStore(db.history, self._runner)
         self.facts = AsyncFactStore(db.facts, self._runner)
+        self.docs = AsyncDocumentStore(db.docs, self._runner)
 
     @property
     def sync(self) -> MemoryDB:
@@ -70,6 +71,9 @@ class AsyncMemoryDB:
 
     async def vacuum(self) -> None:
         await self._runner.run(self._db.vacuum)
+
+    async def maintain(self) -> dict[str, Any]:
+        return await self._runner.run(self._db.maintain)
 
     async def backup(self, dest_path: str | os.PathLike[str]) -> Path:
         return await self._runner.run(lambda: self._db.backup(dest_path))

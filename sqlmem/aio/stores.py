@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocols import FactStore, HistoryStore
+from ..protocols import DocumentStore, FactStore, HistoryStore
 from .runner import Runner, off_loop
 
-__all__ = ["AsyncFactStore", "AsyncHistoryStore"]
+__all__ = ["AsyncDocumentStore", "AsyncFactStore", "AsyncHistoryStore"]
 
 
 class _AsyncStore:
@@ -64,3 +64,25 @@ class AsyncFactStore(_AsyncStore):
     promote_eligible = off_loop(FactStore.promote_eligible)
     expire = off_loop(FactStore.expire)
     embed_pending = off_loop(FactStore.embed_pending)
+
+
+class AsyncDocumentStore(_AsyncStore):
+    """`DocumentStore`, awaited."""
+
+    write = off_loop(DocumentStore.write)
+    read = off_loop(DocumentStore.read)
+    edit = off_loop(DocumentStore.edit)
+    append = off_loop(DocumentStore.append)
+    append_daily = off_loop(DocumentStore.append_daily)
+    delete = off_loop(DocumentStore.delete)
+    list = off_loop(DocumentStore.list)
+    set_enabled = off_loop(DocumentStore.set_enabled)
+    set_sort_order = off_loop(DocumentStore.set_sort_order)
+    revisions = off_loop(DocumentStore.revisions)
+    read_revision = off_loop(DocumentStore.read_revision)
+    restore = off_loop(DocumentStore.restore)
+    search = off_loop(DocumentStore.search)
+    render_files = off_loop(DocumentStore.render_files)
+    render_memory_context = off_loop(DocumentStore.render_memory_context)
+    export_dir = off_loop(DocumentStore.export_dir)
+    import_dir = off_loop(DocumentStore.import_dir)

@@ -53,6 +53,14 @@ def test_every_method_awaited_gives_the_sync_result(tmp_path: Path) -> None:
                 await f.delete(fid)
             assert (await adb.stats())["facts"] == 2
             assert (await adb.check()).ok
+            d = adb.docs
+            assert (await d.write("MEMORY.md", "# Memory\n- tea")).created
+            assert await d.edit("MEMORY.md", "tea", "green tea") == 1
+            assert (await d.read("MEMORY.md")).revision == 2  # type: ignore[union-attr]
+            assert [r.revision for r in await d.revisions("MEMORY.md")] == [1]
+            assert (await d.search("green"))[0].path == "MEMORY.md"
+            assert (await d.render_files()).startswith("--- MEMORY.md ---")
+            assert (await adb.maintain())["expired_facts"] == 0
             await h.purge("s")
             assert await h.sessions() == []
             assert adb.history.sync is adb.sync.history
