@@ -44,7 +44,7 @@ from ..rules.filters import (
     metadata_equal_filter,
     prepare_fact,
 )
-from ..rules.hybrid import check_batch_size, check_semantic, fuse
+from ..rules.hybrid import check_batch_size, check_semantic, filter_args, fuse
 from ..rules.items import (
     NO_ITEM_FILTERS,
     ItemFilters,
@@ -354,22 +354,10 @@ class InMemoryFactStore:
         min_confidence: float | None = None,
     ) -> list[Fact]:
         if mode == "vector" or mode == "hybrid":
-            return self._semantic(
-                query,
-                top_k,
-                mode,
-                {
-                    "tags": tags,
-                    "category": category,
-                    "source": source,
-                    "since": since,
-                    "until": until,
-                    "metadata": metadata,
-                    "layer": layer,
-                    "kind": kind,
-                    "min_confidence": min_confidence,
-                },
+            by_name = filter_args(
+                tags, category, source, since, until, metadata, layer, kind, min_confidence
             )
+            return self._semantic(query, top_k, mode, by_name)
         check_query(query, mode)
         if mode == "raw":
             raise InvalidArgumentError(

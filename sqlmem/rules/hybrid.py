@@ -11,7 +11,32 @@ from ..search.vectors import reciprocal_rank_fusion
 from .filters import Filters, check_limit, check_query, make_filters
 from .items import ItemFilters, make_item_filters
 
-__all__ = ["check_batch_size", "check_semantic", "fuse"]
+__all__ = ["check_batch_size", "check_semantic", "filter_args", "fuse"]
+
+
+def filter_args(
+    tags: Any,
+    category: Any,
+    source: Any,
+    since: Any,
+    until: Any,
+    metadata: Any,
+    layer: Any,
+    kind: Any,
+    min_confidence: Any,
+) -> dict[str, Any]:
+    """A search's filters by name, as both legs of a hybrid search pass them on."""
+    return {
+        "tags": tags,
+        "category": category,
+        "source": source,
+        "since": since,
+        "until": until,
+        "metadata": metadata,
+        "layer": layer,
+        "kind": kind,
+        "min_confidence": min_confidence,
+    }
 
 
 def check_semantic(

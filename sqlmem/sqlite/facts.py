@@ -338,22 +338,12 @@ class SQLiteFactStore:
         min_confidence: float | None = None,
     ) -> list[Fact]:
         if mode == "vector" or mode == "hybrid":
-            return self._semantic(
-                query,
-                top_k,
-                mode,
-                {
-                    "tags": tags,
-                    "category": category,
-                    "source": source,
-                    "since": since,
-                    "until": until,
-                    "metadata": metadata,
-                    "layer": layer,
-                    "kind": kind,
-                    "min_confidence": min_confidence,
-                },
+            from ..rules.hybrid import filter_args
+
+            by_name = filter_args(
+                tags, category, source, since, until, metadata, layer, kind, min_confidence
             )
+            return self._semantic(query, top_k, mode, by_name)
         compiler = self._query_compiler()
         text = check_query(query, mode)
         terms: tuple[Term, ...] = ()
