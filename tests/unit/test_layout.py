@@ -26,7 +26,7 @@ SHARED = {
     "embedders",
 }
 BACKENDS = {"sqlite", "memory"}
-LAYERS = {"context", "cli", "factory", "aio"}
+LAYERS = {"context", "cli", "factory", "aio", "adapters"}
 
 
 def _room(module: str) -> str:
