@@ -26,7 +26,7 @@ def test_sqlmem_and_the_adapters_package_import_no_framework() -> None:
 
 @pytest.mark.parametrize(
     ("module", "framework"),
-    [("openai_agents", "agents")],
+    [("openai_agents", "agents"), ("langchain", "langchain_core")],
 )
 def test_an_adapter_imports_its_framework_only(module: str, framework: str) -> None:
     pytest.importorskip(framework)
