@@ -25,7 +25,8 @@ the SDK's easy input messages: `{"role": ..., "content": ...}`, a tool result as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agents.memory.session_settings import SessionSettings
@@ -33,6 +34,7 @@ from agents.memory.session_settings import SessionSettings
 from ..errors import InvalidArgumentError
 from ..records import Message, Role, ToolCall
 from ..rules.checks import check_session_id
+from ..sqlite.session_items import read_items
 from ._backend import Backend, DbOrPath
 
 __all__ = ["ITEM_KEY", "SqlmemSession", "item_from_message", "message_from_item"]
@@ -81,16 +83,13 @@ class SqlmemSession:
         0 gives none; a negative limit gives all (as the SDK's SQLiteSession does)."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        history = self._backend.db.history
-        if limit is None or _check_limit(limit) < 0:
-            messages = await self._backend.run(history.get_all, self.session_id)
+        if limit is not None and _check_limit(limit) < 0:
+            limit = None
         elif limit == 0:
             return []
-        else:
-            messages = await self._backend.run(
-                history.get_recent, self.session_id, limit, pair_safe=False
-            )
-        return [item_from_message(m) for m in messages]
+        engine = self._backend.db.engine
+        rows = await self._backend.run(read_items, engine, self.session_id, limit)
+        return [_item_from_row(row) for row in rows]
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the items in order, in one transaction: all of them or none."""
@@ -159,13 +158,24 @@ def item_from_message(message: Message) -> Any:
     item = message.metadata.get(ITEM_KEY)
     if isinstance(item, dict):
         return item
-    if message.role == "tool":
-        return {
-            "type": "function_call_output",
-            "call_id": message.tool_call_id,
-            "output": message.content,
-        }
-    return {"role": message.role, "content": message.content}
+    return _easy_item(message.role, message.content, message.tool_call_id)
+
+
+def _item_from_row(row: Sequence[Any]) -> Any:
+    """`item_from_message` for a `read_items` row (role, content, tool_call_id, metadata
+    JSON text), without building the Message."""
+    role, content, tool_call_id, metadata = row
+    if metadata != "{}":
+        item = json.loads(metadata).get(ITEM_KEY)
+        if isinstance(item, dict):
+            return item
+    return _easy_item(role, content, tool_call_id)
+
+
+def _easy_item(role: str, content: str, tool_call_id: str) -> dict[str, Any]:
+    if role == "tool":
+        return {"type": "function_call_output", "call_id": tool_call_id, "output": content}
+    return {"role": role, "content": content}
 
 
 def _all_str(*values: Any) -> bool:

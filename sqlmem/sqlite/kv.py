@@ -127,17 +127,20 @@ class SQLiteKeyValueStore:
         return self._keys(namespace, prefix, prefix_upper_bound(prefix))
 
     def _keys(self, namespace: str, start: str, stop: str | None) -> Iterator[str]:
-        query = _KEYS_FIRST
+        after: str | None = None  # the last key of the previous page
         while True:
             with self._engine.read() as conn:
-                page = [
-                    row[0]
-                    for row in conn.execute(query, (namespace, start, stop, now_ms(), KEYS_PAGE))
-                ]
+                if after is None:
+                    args = (namespace, start, stop, now_ms(), KEYS_PAGE)
+                    rows = conn.execute(_KEYS_FIRST, args).fetchall()
+                else:
+                    args = (namespace, after, stop, now_ms(), KEYS_PAGE)
+                    rows = conn.execute(_KEYS_FROM, args).fetchall()
+            page: list[str] = [str(row[0]) for row in rows]
             yield from page
             if len(page) < KEYS_PAGE:
                 return
-            query, start = _KEYS_FROM, page[-1]
+            after = page[-1]
 
     def sweep(self) -> int:
         """Delete every expired row (all namespaces); returns how many went."""
