@@ -118,12 +118,17 @@ class SqlmemChatMessageHistory(BaseChatMessageHistory):
 class SqlmemByteStore(BaseStore[str, bytes]):
     """LangChain's byte store (`BaseStore[str, bytes]`) in a sqlmem database.
 
-    `namespace` keeps stores sharing one file apart (any string).
+    `namespace` keeps stores sharing one file apart (any string). In the file's `kv` table
+    it is tagged (`TAG + namespace`), so no other kind of store can reach its keys.
     """
+
+    #: The kv namespace of a byte store is this tag and its own namespace.
+    TAG = "langchain.bytes:"
 
     def __init__(self, db_or_path: DbOrPath, *, namespace: str = "default") -> None:
         check_text(namespace, "namespace")
         self.namespace = namespace
+        self._ns = self.TAG + namespace
         self._backend = Backend(db_or_path, "SqlmemByteStore")
         self._kv = SQLiteKeyValueStore(self._backend.db.engine)
 
@@ -132,30 +137,30 @@ class SqlmemByteStore(BaseStore[str, bytes]):
         return self._backend.db
 
     def mget(self, keys: Sequence[str]) -> list[bytes | None]:
-        return self._kv.get_many(self.namespace, keys)
+        return self._kv.get_many(self._ns, keys)
 
     async def amget(self, keys: Sequence[str]) -> list[bytes | None]:
-        return await self._backend.run(self._kv.get_many, self.namespace, keys)
+        return await self._backend.run(self._kv.get_many, self._ns, keys)
 
     def mset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
         """Store every pair in one transaction (all or none)."""
-        self._kv.set_many(self.namespace, key_value_pairs)
+        self._kv.set_many(self._ns, key_value_pairs)
 
     async def amset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
-        await self._backend.write(self._kv.set_many, self.namespace, key_value_pairs)
+        await self._backend.write(self._kv.set_many, self._ns, key_value_pairs)
 
     def mdelete(self, keys: Sequence[str]) -> None:
-        self._kv.delete_many(self.namespace, keys)
+        self._kv.delete_many(self._ns, keys)
 
     async def amdelete(self, keys: Sequence[str]) -> None:
-        await self._backend.write(self._kv.delete_many, self.namespace, keys)
+        await self._backend.write(self._kv.delete_many, self._ns, keys)
 
     def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
         """Keys starting with `prefix`, in code point order, read a page at a time."""
-        yield from self._kv.keys(self.namespace, prefix or "")
+        yield from self._kv.keys(self._ns, prefix or "")
 
     async def ayield_keys(self, *, prefix: str | None = None) -> AsyncIterator[str]:
-        keys = self._kv.keys(self.namespace, prefix or "")
+        keys = self._kv.keys(self._ns, prefix or "")
         while True:
             page = await self._backend.run(_next_page, keys)
             for key in page:

@@ -3,8 +3,8 @@
 Storage model (migrations/0006_kv.sql): `kv(namespace, key, value BLOB, created_at,
 updated_at, expires_at)`, keyed (namespace, key). Namespaces and keys are any text UTF-8
 can hold (NUL and any plane included; a lone surrogate is refused); values are bytes.
-`expires_at` (unix ms, None: never) is data: reads skip expired rows, `sweep()` deletes
-them.
+Expiry is data: a value written with `ttl_ms` expires that long after its write, or after
+its last `refresh`; reads skip expired rows, `sweep()` deletes them.
 
 Every call is one statement or one write transaction: `set_many` and `delete_many` are
 all or nothing, `get_many` one snapshot (the keys go in as one JSON array, so the SQL text
@@ -30,10 +30,16 @@ WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))
   AND (expires_at IS NULL OR expires_at > ?3)
 """
 _UPSERT = """
-INSERT INTO kv(namespace, key, value, created_at, updated_at, expires_at)
-VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+INSERT INTO kv(namespace, key, value, created_at, updated_at, ttl_ms, expires_at)
+VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?4 + ?5)
 ON CONFLICT(namespace, key) DO UPDATE SET
-    value = excluded.value, updated_at = excluded.updated_at, expires_at = excluded.expires_at
+    value = excluded.value, updated_at = excluded.updated_at, ttl_ms = excluded.ttl_ms,
+    expires_at = excluded.expires_at
+"""
+_REFRESH = """
+UPDATE kv SET expires_at = ?3 + ttl_ms
+WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))
+  AND ttl_ms IS NOT NULL AND expires_at > ?3
 """
 _DELETE = "DELETE FROM kv WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))"
 # Key order is binary (UTF-8 bytes), which is code point order: a prefix's keys form one
@@ -94,17 +100,20 @@ class SQLiteKeyValueStore:
         namespace: str,
         pairs: Iterable[tuple[str, bytes]],
         *,
-        expires_at_ms: int | None = None,
+        ttl_ms: int | None = None,
     ) -> None:
-        """Store every pair in one transaction (a key given twice: the last value wins)."""
+        """Store every pair in one transaction (a key given twice: the last value wins);
+        with `ttl_ms`, they expire that many milliseconds from now (or from a refresh)."""
         _check_namespace(namespace)
-        if expires_at_ms is not None and (
-            isinstance(expires_at_ms, bool) or not isinstance(expires_at_ms, int)
+        if ttl_ms is not None and (
+            isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or not 0 < ttl_ms < 2**53
         ):
-            raise InvalidArgumentError("expires_at_ms must be an int or None")
+            raise InvalidArgumentError(
+                f"ttl_ms must be None or an int from 1 to 2**53, got {ttl_ms!r}"
+            )
         now = now_ms()
         rows = [
-            (namespace, _check_key(key, f"pairs[{i}][0]"), _bytes(value, i), now, expires_at_ms)
+            (namespace, _check_key(key, f"pairs[{i}][0]"), _bytes(value, i), now, ttl_ms)
             for i, (key, value) in enumerate(_pairs(pairs))
         ]
         if not rows:
@@ -119,6 +128,14 @@ class SQLiteKeyValueStore:
         if wanted:
             with self._engine.write() as conn:
                 conn.execute(_DELETE, (namespace, dumps_json(wanted)))
+
+    def refresh(self, namespace: str, keys: Sequence[str]) -> None:
+        """Restart the expiry of live keys written with a ttl (LangGraph's refresh_ttl)."""
+        _check_namespace(namespace)
+        wanted = _checked_keys(keys)
+        if wanted:
+            with self._engine.write() as conn:
+                conn.execute(_REFRESH, (namespace, dumps_json(wanted), now_ms()))
 
     def keys(self, namespace: str, prefix: str = "") -> Iterator[str]:
         """The namespace's live keys starting with `prefix`, in code point order."""

@@ -319,18 +319,39 @@ def test_values_survive_reopen(tmp_path: Path) -> None:
     again.close()
 
 
-def test_expiry_is_data_and_swept(db: sqlmem.MemoryDB) -> None:
-    """The table LangGraph's store will use: expired rows are invisible, then swept."""
+def test_expiry_is_data_refreshed_and_swept(db: sqlmem.MemoryDB) -> None:
+    """The table LangGraph's store will use: a ttl counts from the write or the last
+    refresh; expired rows are invisible, never refreshed back, then swept."""
     store = kv.SQLiteKeyValueStore(db.engine)
-    store.set_many("ns", [("old", b"1")], expires_at_ms=1)
-    store.set_many("ns", [("new", b"2")], expires_at_ms=2**62)
+    store.set_many("ns", [("short", b"1")], ttl_ms=1)
+    store.set_many("ns", [("long", b"2")], ttl_ms=3_600_000)
     store.set_many("ns", [("forever", b"3")])
-    assert store.get_many("ns", ["old", "new", "forever"]) == [None, b"2", b"3"]
-    assert list(store.keys("ns")) == ["forever", "new"]
+    with db.engine.write() as conn:  # let "short" lapse without waiting for the clock
+        conn.execute("UPDATE kv SET expires_at = expires_at - 10 WHERE key = 'short'")
+    assert store.get_many("ns", ["short", "long", "forever"]) == [None, b"2", b"3"]
+    assert list(store.keys("ns")) == ["forever", "long"]
+    with db.engine.read() as conn:
+        (before,) = conn.execute("SELECT expires_at FROM kv WHERE key = 'long'").fetchall()[0]
+    store.refresh("ns", ["short", "long", "forever", "missing"])
+    with db.engine.read() as conn:
+        rows = dict(conn.execute("SELECT key, expires_at FROM kv").fetchall())
+    assert rows["long"] >= before and rows["forever"] is None
+    assert store.get_many("ns", ["short"]) == [None]  # not brought back
     assert store.sweep() == 1
     assert store.sweep() == 0
     with db.engine.read() as conn:
         assert conn.execute("SELECT count(*) FROM kv").fetchall() == [(2,)]
+    for bad in (0, -5, 1.5, True, 2**60):
+        with pytest.raises(sqlmem.InvalidArgumentError):
+            store.set_many("ns", [("k", b"v")], ttl_ms=bad)  # type: ignore[arg-type]
+
+
+def test_byte_store_keys_are_tagged(db: sqlmem.MemoryDB) -> None:
+    """Other stores sharing the kv table cannot reach (or be reached by) a byte store's keys."""
+    SqlmemByteStore(db, namespace="n").mset([("k", b"v")])
+    other = kv.SQLiteKeyValueStore(db.engine)
+    assert other.get_many("n", ["k"]) == [None]
+    assert other.get_many(SqlmemByteStore.TAG + "n", ["k"]) == [b"v"]
 
 
 def test_kv_migration_is_applied(db: sqlmem.MemoryDB) -> None:
@@ -340,7 +361,9 @@ def test_kv_migration_is_applied(db: sqlmem.MemoryDB) -> None:
     assert db.stats()["schema_version"] == latest_version()
     with db.engine.read() as conn:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(kv)")]
-    assert columns == ["namespace", "key", "value", "created_at", "updated_at", "expires_at"]
+    assert columns == [
+        "namespace", "key", "value", "created_at", "updated_at", "ttl_ms", "expires_at"
+    ]  # fmt: skip
 
 
 def test_async_byte_store_calls_share_the_file(store: SqlmemByteStore) -> None:
