@@ -22,7 +22,10 @@ from ..rules.checks import check_text
 from ..rules.encoding import dumps_json, now_ms
 from .engine import Engine
 
-__all__ = ["SQLiteKeyValueStore", "prefix_upper_bound"]
+__all__ = ["KVRow", "SQLiteKeyValueStore", "prefix_upper_bound"]
+
+#: (namespace, key, value, created_at ms, updated_at ms) of one live row.
+KVRow = tuple[str, str, bytes, int, int]
 
 _GET = """
 SELECT key, value FROM kv
@@ -57,6 +60,24 @@ WHERE namespace = ?1 AND key >= ?2 AND (?3 IS NULL OR key < ?3)
 ORDER BY key LIMIT ?5
 """
 _SWEEP = "DELETE FROM kv WHERE expires_at <= ?1"
+_ROWS = """
+SELECT namespace, key, value, created_at, updated_at FROM kv
+WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))
+  AND (expires_at IS NULL OR expires_at > ?3)
+"""
+# A range of namespaces (a tagged prefix): one range of the primary key.
+_SCAN = """
+SELECT namespace, key, value, created_at, updated_at FROM kv
+WHERE namespace >= ?1 AND (?2 IS NULL OR namespace < ?2)
+  AND (expires_at IS NULL OR expires_at > ?3)
+ORDER BY updated_at DESC, rowid DESC
+"""
+_NAMESPACES = """
+SELECT DISTINCT namespace FROM kv
+WHERE namespace >= ?1 AND (?2 IS NULL OR namespace < ?2)
+  AND (expires_at IS NULL OR expires_at > ?3)
+ORDER BY namespace
+"""
 
 #: Keys read per snapshot by `keys()`.
 KEYS_PAGE = 1000
@@ -94,6 +115,29 @@ class SQLiteKeyValueStore:
             rows = conn.execute(_GET, (namespace, dumps_json(wanted), now_ms())).fetchall()
         found: dict[Any, Any] = {row[0]: row[1] for row in rows}
         return [found.get(key) for key in wanted]
+
+    def rows(self, namespace: str, keys: Sequence[str]) -> list[KVRow]:
+        """The live rows of `keys` (in no particular order; missing keys have none)."""
+        _check_namespace(namespace)
+        wanted = _checked_keys(keys)
+        if not wanted:
+            return []
+        with self._engine.read() as conn:
+            return conn.execute(_ROWS, (namespace, dumps_json(wanted), now_ms())).fetchall()  # type: ignore[return-value]
+
+    def scan(self, prefix: str) -> list[KVRow]:
+        """Every live row whose namespace starts with `prefix`, newest write first."""
+        check_text(prefix, "prefix")
+        with self._engine.read() as conn:
+            args = (prefix, prefix_upper_bound(prefix), now_ms())
+            return conn.execute(_SCAN, args).fetchall()  # type: ignore[return-value]
+
+    def namespaces(self, prefix: str) -> list[str]:
+        """The namespaces starting with `prefix` that hold a live row, in order."""
+        check_text(prefix, "prefix")
+        with self._engine.read() as conn:
+            args = (prefix, prefix_upper_bound(prefix), now_ms())
+            return [str(row[0]) for row in conn.execute(_NAMESPACES, args)]
 
     def set_many(
         self,

@@ -26,11 +26,8 @@ def test_sqlmem_and_the_adapters_package_import_no_framework() -> None:
 
 @pytest.mark.parametrize(
     ("module", "framework"),
-    [("openai_agents", "agents"), ("langchain", "langchain_core")],
+    [("openai_agents", "agents"), ("langchain", "langchain_core"), ("langgraph", "langgraph")],
 )
 def test_an_adapter_imports_its_framework_only(module: str, framework: str) -> None:
     pytest.importorskip(framework)
-    assert _loaded_after(f"import sqlmem.adapters.{module}") & {
-        "agents",
-        "langchain_core",
-    } == {framework}
+    assert _loaded_after(f"import sqlmem.adapters.{module}") & {"agents", framework} == {framework}
