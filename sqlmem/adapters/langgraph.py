@@ -29,6 +29,7 @@ indexed fields): a query is refused with `InvalidArgumentError` rather than igno
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import json
 import logging
@@ -52,13 +53,19 @@ from langgraph.store.base import (
     TTLConfig,
 )
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, SqlmemError
 from ..rules.encoding import dt_from_ms, dumps_json
 from ..sqlite.db import MemoryDB
 from ..sqlite.kv import KVRow, SQLiteKeyValueStore
 from ._backend import Backend, DbOrPath
 
-__all__ = ["SqlmemStore", "decode_namespace", "encode_namespace"]
+__all__ = [
+    "AsyncSqlmemStore",
+    "SqlmemStore",
+    "SyncCallInEventLoopError",
+    "decode_namespace",
+    "encode_namespace",
+]
 
 _log = logging.getLogger("sqlmem")
 
@@ -234,6 +241,36 @@ class SqlmemStore(BaseStore):
             if all(_does_match(c, ns) for c in op.match_conditions or ()):
                 found.add(ns[: op.max_depth] if op.max_depth is not None else ns)
         return sorted(found)[op.offset : op.offset + op.limit]
+
+
+class SyncCallInEventLoopError(SqlmemError, asyncio.InvalidStateError):
+    """A sync call to an `AsyncSqlmemStore` from a thread running an event loop (it would
+    block the loop); an `asyncio.InvalidStateError` too, as LangGraph's AsyncSqliteStore
+    raises."""
+
+
+class AsyncSqlmemStore(SqlmemStore):
+    """The async-first twin (same arguments): like LangGraph's `AsyncSqliteStore`, it
+    refuses sync calls (`get`, `put`, `search`, `batch` ...) made from a thread that runs
+    an event loop, where they would block it; use the `a`-methods there. Sync calls from
+    other threads are answered."""
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop on this thread: a sync call is fine here
+            return super().batch(ops)
+        raise SyncCallInEventLoopError(
+            "AsyncSqlmemStore: a sync call from inside a running event loop would block "
+            "it; await the async method (aget, aput, asearch, abatch ...) instead"
+        )
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        call = super().batch  # on the runner's thread: no loop there
+        if any(isinstance(op, PutOp) for op in ops):
+            return await self._backend.write(call, ops)
+        return await self._backend.run(call, ops)
 
 
 # -- helpers --------------------------------------------------------------------------------------

@@ -258,3 +258,36 @@ def test_other_kv_users_cannot_reach_the_store(store: SqlmemStore, db: sqlmem.Me
     bytes_store.mset([("k", b"x")])
     assert store.get(("default",), "k").value == {"v": 1}  # type: ignore[union-attr]
     assert store.list_namespaces() == [("default",)]
+
+
+def test_async_store_refuses_sync_calls_inside_its_loop(tmp_path: Path) -> None:
+    """As LangGraph's AsyncSqliteStore: inside a running loop only the a-methods work; a
+    sync call from another thread is answered."""
+    import concurrent.futures
+
+    from sqlmem.adapters.langgraph import AsyncSqlmemStore, SyncCallInEventLoopError
+
+    store = AsyncSqlmemStore(tmp_path / "memory.db")
+
+    async def main() -> None:
+        for call in (
+            lambda: store.put(("a",), "k", {"v": 1}),
+            lambda: store.get(("a",), "k"),
+            lambda: store.search(("a",)),
+            lambda: store.list_namespaces(),
+            lambda: store.delete(("a",), "k"),
+        ):
+            with pytest.raises(asyncio.InvalidStateError):
+                call()
+        with pytest.raises(sqlmem.SqlmemError):
+            store.batch([GetOp(("a",), "k")])
+        await store.aput(("a",), "k", {"v": 1})
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # another thread: answered
+            item = await asyncio.wrap_future(pool.submit(store.get, ("a",), "k"))
+        assert item is not None and item.value == {"v": 1}
+        assert [i.key for i in await store.asearch(("a",))] == ["k"]
+
+    asyncio.run(main())
+    assert store.get(("a",), "k") is not None  # no loop here: answered
+    assert issubclass(SyncCallInEventLoopError, sqlmem.SqlmemError)
+    store.close()
