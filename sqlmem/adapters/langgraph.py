@@ -23,8 +23,10 @@ config's `refresh_on_read`, reads restart it (as SqliteStore); `start_ttl_sweepe
 a sweeper thread; expired items are invisible at once and `sweep_ttl()` deletes
 them. Values JSON cannot hold (NaN, bytes) are refused with `InvalidArgumentError`.
 
-Not yet: `index` (vector and hybrid search) and ranking by a search `query` (BM25 over the
-indexed fields): a query is refused with `InvalidArgumentError` rather than ignored.
+A search `query` ranks by FTS5's BM25 (sqlmem's tokenizer and scores, `sqlmem.search`)
+over the text of every item under the prefix, computed in Python (no full-text index on
+the kv table yet: linear in the items under the prefix). Not yet: `index` (vector and
+hybrid search), refused with `InvalidArgumentError` rather than ignored.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import concurrent.futures
 import json
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, cast
@@ -55,6 +58,8 @@ from langgraph.store.base import (
 
 from ..errors import InvalidArgumentError, SqlmemError
 from ..rules.encoding import dt_from_ms, dumps_json
+from ..search.bm25 import occurrences, scores
+from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 from ..sqlite.db import MemoryDB
 from ..sqlite.kv import KVRow, SQLiteKeyValueStore
 from ._backend import Backend, DbOrPath
@@ -111,6 +116,7 @@ class SqlmemStore(BaseStore):
         self._stop_sweeping = threading.Event()
         self._backend = Backend(db_or_path, "SqlmemStore")
         self._kv = SQLiteKeyValueStore(self._backend.db.engine)
+        self._compiler = compiler_for(self._backend.db.engine.tokenizer)
 
     @property
     def db(self) -> MemoryDB:
@@ -220,19 +226,46 @@ class SqlmemStore(BaseStore):
         self._kv.set_many(ns, [(key, data)], ttl_ms=ttl)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        if op.query:
-            raise InvalidArgumentError("SqlmemStore: search with a query is not supported yet")
         conditions = dict(op.filter or {})
-        found = []
-        for row in self._kv.scan(encode_namespace(op.namespace_prefix)):
-            value = json.loads(row[2])
-            if all(_matches(_at(value, k), v) for k, v in conditions.items()):
-                found.append((row, value))
-        page = found[op.offset : op.offset + op.limit]
+        rows = [
+            (row, json.loads(row[2]))
+            for row in self._kv.scan(encode_namespace(op.namespace_prefix))
+        ]
+        wanted = [
+            i
+            for i, (_, value) in enumerate(rows)
+            if all(_matches(_at(value, k), v) for k, v in conditions.items())
+        ]
+        ranked: list[tuple[int, float | None]] = [(i, None) for i in wanted]
+        terms = self._compiler.terms(op.query) if op.query else ()
+        if terms:
+            ranked = [(i, score) for i, score in self._rank(terms, rows, set(wanted))]
+        page = ranked[op.offset : op.offset + op.limit]
         if op.refresh_ttl and self._refresh_on_read:
-            for ns, key in {(row[0], row[1]) for row, _ in page}:
+            for ns, key in {(rows[i][0][0], rows[i][0][1]) for i, _ in page}:
                 self._kv.refresh(ns, [key])
-        return [_search_item(row, value) for row, value in page]
+        return [_search_item(rows[i][0], rows[i][1], score) for i, score in page]
+
+    def _rank(
+        self, terms: tuple[Any, ...], rows: list[tuple[KVRow, Any]], wanted: set[int]
+    ) -> list[tuple[int, float]]:
+        """FTS5's BM25 of the query over the text of every item under the prefix (its
+        string values), best first; the items under the prefix make the statistics, the
+        filter only picks (as a filtered FTS5 search). Brute force: no index yet."""
+        docs = []
+        for _, value in rows:
+            text = _text(value)
+            docs.append(self._compiler.tokens(segment(text) or text))
+        if len(terms) > MAX_QUERY_TERMS:  # the rarest, as sqlmem's stores keep them
+            counts: Counter[str] = Counter()
+            every = tokens_of(terms)
+            for doc in docs:
+                counts.update(every.intersection(doc))
+            terms = rarest_terms(terms, counts, "any")
+        freqs = [[occurrences(doc, t.tokens) for t in terms] for doc in docs]
+        found = scores(freqs, [len(d) for d in docs], keep=wanted.__contains__)
+        found.sort(key=lambda hit: -hit[1])  # stable: ties newest first
+        return found
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         found: set[tuple[str, ...]] = set()
@@ -305,7 +338,7 @@ def _item(row: KVRow, namespace: tuple[str, ...]) -> Item:
     )
 
 
-def _search_item(row: KVRow, value: dict[str, Any]) -> SearchItem:
+def _search_item(row: KVRow, value: dict[str, Any], score: float | None) -> SearchItem:
     created, updated = _times(row)
     return SearchItem(
         namespace=decode_namespace(row[0]),
@@ -313,7 +346,23 @@ def _search_item(row: KVRow, value: dict[str, Any]) -> SearchItem:
         value=value,
         created_at=created,
         updated_at=updated,
+        score=score,
     )
+
+
+def _text(value: Any) -> str:
+    """The searchable text of a value: its string leaves, in order, one per line."""
+    found: list[str] = []
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            found.append(node)
+        elif isinstance(node, dict):
+            stack.extend(list(node.values())[::-1])
+        elif isinstance(node, list):
+            stack.extend(node[::-1])
+    return "\n".join(found)
 
 
 def _at(value: dict[str, Any], key: str) -> Any:

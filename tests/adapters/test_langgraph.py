@@ -242,11 +242,62 @@ def test_async_methods_and_ownership(tmp_path: Path) -> None:
     assert store.db.closed
 
 
-def test_not_yet_supported_is_refused_not_ignored(store: SqlmemStore, db: sqlmem.MemoryDB) -> None:
-    with pytest.raises(sqlmem.InvalidArgumentError, match="query"):
-        store.search(("docs",), query="anything")
+def test_index_is_refused_not_ignored(db: sqlmem.MemoryDB) -> None:
     with pytest.raises(sqlmem.InvalidArgumentError, match="index"):
         SqlmemStore(db, index={"dims": 3, "embed": lambda texts: [[0.0] * 3 for _ in texts]})
+
+
+DOCS = {
+    "d1": {"text": "the quick brown fox jumps", "kind": "a"},
+    "d2": {"text": "a lazy dog sleeps all day", "kind": "b"},
+    "d3": {"title": "foxes", "body": {"parts": ["fox dens", "a fox and a dog"]}, "kind": "a"},
+    "d4": {"text": "nothing to see here", "n": 5},
+    "d5": {"text": "東京の天気は晴れ", "kind": "a"},
+}
+
+
+def _fts5_scores(query: str, texts: dict[str, str]) -> dict[str, float]:
+    """The reference: SQLite's own FTS5 BM25 over the same texts and tokenizer."""
+    import apsw
+
+    from sqlmem.config import StoreConfig
+    from sqlmem.search.query import compiler_for, segment
+
+    conn = apsw.Connection(":memory:")
+    tokenizer = StoreConfig().tokenizer
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(k UNINDEXED, body, tokenize='{tokenizer}')")
+    for k, text in texts.items():
+        conn.execute("INSERT INTO t VALUES (?, ?)", (k, segment(text) or text))
+    match = compiler_for(StoreConfig().tokenizer).match(query, "any")
+    rows = conn.execute("SELECT k, -bm25(t) FROM t WHERE t MATCH ?", (match,)).fetchall()
+    return dict(rows)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("query", ["fox", "dog fox", "lazy sleeping dogs", "天気", "fox zzz"])
+def test_query_ranks_by_fts5_bm25(store: SqlmemStore, query: str) -> None:
+    from sqlmem.adapters.langgraph import _text
+
+    for key, value in DOCS.items():
+        store.put(("docs",), key, value)
+    store.put(("elsewhere",), "x", {"text": "fox fox fox"})  # outside the prefix: not counted
+    hits = store.search(("docs",), query=query, limit=10)
+    expected = _fts5_scores(query, {k: _text(v) for k, v in DOCS.items()})
+    assert {h.key: h.score for h in hits} == pytest.approx(expected)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)  # type: ignore[arg-type, type-var]
+
+
+def test_query_with_filter_offset_and_no_words(store: SqlmemStore) -> None:
+    for key, value in DOCS.items():
+        store.put(("docs",), key, value)
+    hits = store.search(("docs",), query="fox dog", filter={"kind": "a"}, limit=10)
+    assert {h.key for h in hits} == {"d1", "d3"}
+    assert hits[0].key == "d3"  # two foxes and a dog
+    every = store.search(("docs",), query="fox dog", limit=10)
+    assert [h.key for h in store.search(("docs",), query="fox dog", limit=2, offset=1)] == [
+        h.key for h in every[1:3]
+    ]
+    plain = store.search(("docs",), query="?!", limit=10)  # no words: filters only
+    assert len(plain) == 5 and all(h.score is None for h in plain)
 
 
 def test_other_kv_users_cannot_reach_the_store(store: SqlmemStore, db: sqlmem.MemoryDB) -> None:
