@@ -35,6 +35,8 @@ class AsyncHistoryStore(_AsyncStore):
     append = off_loop(HistoryStore.append)
     append_many = off_loop(HistoryStore.append_many)
     get_recent = off_loop(HistoryStore.get_recent)
+    pop = off_loop(HistoryStore.pop)
+    around = off_loop(HistoryStore.around)
     get_all = off_loop(HistoryStore.get_all)
     count = off_loop(HistoryStore.count)
     set_summary = off_loop(HistoryStore.set_summary)

@@ -26,7 +26,7 @@ SHARED = {
     "embedders",
 }
 BACKENDS = {"sqlite", "memory"}
-LAYERS = {"context", "cli", "factory", "aio", "tools"}
+LAYERS = {"context", "cli", "factory", "aio", "tools", "adapters"}
 
 
 def _room(module: str) -> str:

@@ -1,0 +1,200 @@
+"""sqlmem behind the OpenAI Agents SDK: `SqlmemSession`, its `Session` protocol (SPEC 18).
+
+    from sqlmem.adapters.openai_agents import SqlmemSession
+    session = SqlmemSession("user-42", "memory.db")   # instead of SQLiteSession(...)
+    await Runner.run(agent, "Hi", session=session)
+
+Storage: one item is one message of the session in the agent's memory file. The item
+itself, exactly as the SDK gave it, is the message's metadata (`{"openai_agents_item":
+item}`), so it reads back deep-equal whatever its type (messages, function calls and their
+outputs, reasoning, hosted tool calls ...). Its text (message text, tool arguments and
+outputs, reasoning summaries) is the message's content, so `db.history.search` finds it,
+and its role follows the item: function calls are assistant messages carrying the call,
+their outputs `tool` messages answering it, so sqlmem's own pair-safe windows and
+compaction keep a call with its output.
+
+Encoding: JSON's. Tuples read back as lists; an item that JSON cannot hold (NaN,
+infinity, bytes, other objects) or nested deeper than 63 levels is refused with
+`InvalidArgumentError` before anything is written: `add_items` stores all of its items or
+none.
+
+Messages written to the same session by other code (`db.history.append`) read back as
+the SDK's easy input messages: `{"role": ..., "content": ...}`, a tool result as a
+`function_call_output`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agents.memory.session_settings import SessionSettings
+
+from ..errors import InvalidArgumentError
+from ..records import Message, Role, ToolCall
+from ..rules.checks import check_session_id
+from ..sqlite.session_items import read_items
+from ._backend import Backend, DbOrPath
+
+__all__ = ["ITEM_KEY", "SqlmemSession", "item_from_message", "message_from_item"]
+
+#: The metadata key holding the SDK's item.
+ITEM_KEY = "openai_agents_item"
+
+#: Keys whose string values (anywhere in an item) are its searchable text.
+_TEXT_KEYS = frozenset(
+    {"content", "text", "output", "arguments", "refusal", "query", "queries", "code", "input"}
+)
+_ROLES: dict[str, Role] = {
+    "user": "user",
+    "assistant": "assistant",
+    "system": "system",
+    "developer": "system",
+}
+
+
+class SqlmemSession:
+    """The SDK's `Session` protocol over one session of a sqlmem database.
+
+    `db_or_path`: a `MemoryDB` or `AsyncMemoryDB` (shared; `close()` leaves it open) or a
+    path (opened here, closed by `close()`). `limit`: how many of the latest items
+    `get_items()` returns when called without one (None: all); the SDK reads it as
+    `session_settings.limit`.
+    """
+
+    session_settings: SessionSettings | None
+
+    def __init__(self, session_id: str, db_or_path: DbOrPath, *, limit: int | None = None):
+        self.session_id = check_session_id(session_id)
+        if limit is not None:
+            _check_limit(limit)
+        self._backend = Backend(db_or_path, "SqlmemSession")
+        self.session_settings = SessionSettings(limit=limit)
+
+    @property
+    def db(self) -> Any:
+        """The `MemoryDB` the session lives in (its history, facts, maintenance)."""
+        return self._backend.db
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The latest `limit` items oldest first, exactly (no pair repair: the SDK does
+        its own). None: `session_settings.limit`, and all items when that is None too.
+        0 gives none; a negative limit gives all (as the SDK's SQLiteSession does)."""
+        if limit is None and self.session_settings is not None:
+            limit = self.session_settings.limit
+        if limit is not None and _check_limit(limit) < 0:
+            limit = None
+        elif limit == 0:
+            return []
+        engine = self._backend.db.engine
+        rows = await self._backend.run(read_items, engine, self.session_id, limit)
+        return [_item_from_row(row) for row in rows]
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Append the items in order, in one transaction: all of them or none."""
+        messages = [message_from_item(item, f"items[{i}]") for i, item in enumerate(items)]
+        history = self._backend.db.history
+        await self._backend.write(history.append_many, self.session_id, messages)
+
+    async def pop_item(self) -> Any | None:
+        """Remove and return the newest item (None for an empty session)."""
+        message = await self._backend.write(self._backend.db.history.pop, self.session_id)
+        return None if message is None else item_from_message(message)
+
+    async def clear_session(self) -> None:
+        """Remove every item of the session (and its sqlmem summary) from the file."""
+        await self._backend.write(self._backend.db.history.purge, self.session_id)
+
+    def close(self) -> None:
+        """Waits for calls in flight; closes the database if the session opened it.
+        Idempotent; later calls raise `StoreClosedError`."""
+        self._backend.close()
+
+    def __repr__(self) -> str:
+        return f"<SqlmemSession {self.session_id!r} in {str(self._backend.db.path)!r}>"
+
+
+def _check_limit(limit: Any) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise InvalidArgumentError(f"limit must be an int or None, not {type(limit).__name__}")
+    return limit
+
+
+# -- items <-> messages ---------------------------------------------------------------------
+
+
+def message_from_item(item: Any, name: str = "item") -> Message:
+    """The message storing one SDK item (see the module docstring); InvalidArgumentError
+    naming `name` for an item that is not a JSON object sqlmem can store."""
+    if not isinstance(item, Mapping):
+        raise InvalidArgumentError(f"{name} must be a dict, not {type(item).__name__}")
+    kind, call_id = item.get("type"), item.get("call_id")
+    role: Role = "assistant"
+    tool_calls: list[ToolCall] = []
+    tool_call_id = ""
+    if kind == "function_call" and _all_str(call_id, item.get("name"), item.get("arguments")):
+        tool_calls = [ToolCall(id=str(call_id), name=item["name"], arguments=item["arguments"])]
+    elif isinstance(kind, str) and kind.endswith("_output"):
+        role = "tool"
+        tool_call_id = call_id if isinstance(call_id, str) else ""
+    elif isinstance(item.get("role"), str):
+        role = _ROLES.get(item["role"], "assistant")
+    try:
+        return Message(
+            role=role,
+            content=_text(item),
+            tool_call_id=tool_call_id,
+            tool_calls=tool_calls,
+            metadata={ITEM_KEY: dict(item)},
+        )
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"{name}: {exc}") from exc
+
+
+def item_from_message(message: Message) -> Any:
+    """The SDK item a message stores; messages written by other code read back as easy
+    input messages (a tool result as a `function_call_output`)."""
+    item = message.metadata.get(ITEM_KEY)
+    if isinstance(item, dict):
+        return item
+    return _easy_item(message.role, message.content, message.tool_call_id)
+
+
+def _item_from_row(row: Sequence[Any]) -> Any:
+    """`item_from_message` for a `read_items` row (role, content, tool_call_id, metadata
+    JSON text), without building the Message."""
+    role, content, tool_call_id, metadata = row
+    if metadata != "{}":
+        item = json.loads(metadata).get(ITEM_KEY)
+        if isinstance(item, dict):
+            return item
+    return _easy_item(role, content, tool_call_id)
+
+
+def _easy_item(role: str, content: str, tool_call_id: str) -> dict[str, Any]:
+    if role == "tool":
+        return {"type": "function_call_output", "call_id": tool_call_id, "output": content}
+    return {"role": role, "content": content}
+
+
+def _all_str(*values: Any) -> bool:
+    return all(isinstance(v, str) for v in values)
+
+
+def _text(item: Mapping[str, Any]) -> str:
+    """The searchable text of an item: the strings under its text-bearing keys, in order,
+    one per line. Iterative: an item too deep for the store is refused there, not here
+    by a RecursionError."""
+    found: list[str] = []
+    stack: list[tuple[Any, bool]] = [(item, False)]
+    while stack:
+        value, wanted = stack.pop()
+        if isinstance(value, str):
+            if wanted and value:
+                found.append(value)
+        elif isinstance(value, Mapping):
+            stack.extend((v, k in _TEXT_KEYS) for k, v in list(value.items())[::-1])
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, wanted) for v in reversed(value))
+    return "\n".join(found)

@@ -1,0 +1,68 @@
+"""`SqlmemStore` under the name and constructor of langgraph-checkpoint-sqlite's
+`SqliteStore`, to run that package's own store tests against sqlmem (issue 20).
+
+Not collected by pytest (the tests are not shipped in the wheel). With a checkout of
+langgraph matching the installed langgraph-checkpoint-sqlite:
+
+    cd langgraph/libs/checkpoint-sqlite
+    # in tests/test_store.py and tests/test_ttl.py, replace the import of SqliteStore by
+    #     from langgraph_shim import SqliteStore
+    # (and in tests/test_async_store.py: from langgraph_shim import AsyncSqliteStore)
+    PYTHONPATH=/path/to/sqlmem:/path/to/sqlmem/tests/adapters/external \
+        python -m pytest tests/test_store.py tests/test_ttl.py
+
+`from_conn_string(":memory:")` gets a fresh file in a temporary folder, removed on exit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlmem.adapters.langgraph import AsyncSqlmemStore, SqlmemStore
+
+
+class SqliteStore(SqlmemStore):
+    @classmethod
+    @contextmanager
+    def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[SqliteStore]:
+        scratch = None
+        if conn_string == ":memory:":
+            scratch = tempfile.mkdtemp(prefix="sqlmem-store-")
+            conn_string = str(Path(scratch) / "memory.db")
+        store = cls(conn_string, **kwargs)
+        try:
+            yield store
+        finally:
+            store.close()
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    def setup(self) -> None:
+        """Migrations run when the file opens."""
+
+
+class AsyncSqliteStore(AsyncSqlmemStore):
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(
+        cls, conn_string: str, **kwargs: Any
+    ) -> AsyncIterator[AsyncSqliteStore]:
+        scratch = None
+        if conn_string == ":memory:":
+            scratch = tempfile.mkdtemp(prefix="sqlmem-store-")
+            conn_string = str(Path(scratch) / "memory.db")
+        store = cls(conn_string, **kwargs)
+        try:
+            yield store
+        finally:
+            store.close()
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    async def setup(self) -> None:
+        """Migrations run when the file opens."""

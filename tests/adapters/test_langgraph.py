@@ -1,0 +1,344 @@
+"""SPEC 18 (first subset): `SqlmemStore`, LangGraph's `BaseStore` over sqlmem's kv table.
+
+Written from the behaviour langgraph-checkpoint-sqlite's tests/test_store.py and
+test_ttl.py check (get, put, delete, search with filters, list_namespaces, TTL), plus
+sqlmem's: namespaces of any strings never collide, a batch with a put is all or nothing,
+values JSON cannot hold are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+pytest.importorskip("langgraph.store.base")
+
+from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchOp
+
+import sqlmem
+from sqlmem.adapters.langgraph import (
+    SqlmemStore,
+    decode_namespace,
+    encode_namespace,
+)
+
+
+@pytest.fixture
+def store(db: sqlmem.MemoryDB) -> Iterator[SqlmemStore]:
+    s = SqlmemStore(db)
+    yield s
+    s.close()
+
+
+def _expire(db: sqlmem.MemoryDB, key: str) -> None:
+    """Let a ttl lapse without waiting for the clock."""
+    with db.engine.write() as conn:
+        conn.execute("UPDATE kv SET expires_at = 1 WHERE key = ?", (key,))
+
+
+def test_put_get_delete(store: SqlmemStore) -> None:
+    value = {"text": "hello", "n": 2**70, "nested": {"a": [1, 2.5, None, True]}, "u": "晴れ"}
+    store.put(("users", "u1"), "prefs", value)
+    item = store.get(("users", "u1"), "prefs")
+    assert isinstance(item, Item)
+    assert (item.namespace, item.key, item.value) == (("users", "u1"), "prefs", value)
+    assert item.created_at == item.updated_at and item.created_at.tzinfo is not None
+    store.put(("users", "u1"), "prefs", {"text": "changed"})
+    again = store.get(("users", "u1"), "prefs")
+    assert again is not None and again.value == {"text": "changed"}
+    assert again.created_at == item.created_at and again.updated_at >= item.updated_at
+    store.delete(("users", "u1"), "prefs")
+    assert store.get(("users", "u1"), "prefs") is None
+    assert store.get(("users",), "prefs") is None
+
+
+_ns = itertools.count()
+LABELS = st.lists(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=4)
+    | st.sampled_from(["", ".", "/", ",", '"', "\\", "a.b", "*"]),
+    min_size=1,
+    max_size=4,
+).map(tuple)
+
+
+@settings(max_examples=40)
+@given(
+    entries=st.dictionaries(
+        st.tuples(LABELS, st.text(max_size=3)), st.integers(), min_size=1, max_size=8
+    ),
+    prefix=LABELS,
+)
+def test_namespaces_of_any_strings_never_collide(
+    store: SqlmemStore, entries: dict[tuple[tuple[str, ...], str], int], prefix: tuple[str, ...]
+) -> None:
+    """Through `batch` (BaseStore's helpers refuse '.', NUL and empty labels before the
+    store sees them; the store itself keeps any labels apart)."""
+    root = (f"t{next(_ns)}",)
+    store.batch([PutOp(root + ns, key, {"n": n}) for (ns, key), n in entries.items()])
+    gets = store.batch([GetOp(root + ns, key) for ns, key in entries])
+    for ((ns, _), n), item in zip(entries.items(), gets, strict=True):
+        assert isinstance(item, Item) and item.value == {"n": n} and item.namespace == root + ns
+    (hits,) = store.batch([SearchOp(root + prefix, limit=100)])
+    found = {(i.namespace, i.key) for i in hits}  # type: ignore[union-attr]
+    assert found == {(root + ns, k) for ns, k in entries if ns[: len(prefix)] == prefix}
+    (listed,) = store.batch([ListNamespacesOp(limit=1000)])
+    assert {ns for ns in listed if ns[:1] == root} == {root + ns for ns, _ in entries}  # type: ignore[union-attr]
+
+
+@given(a=LABELS, b=LABELS)
+def test_encoding_is_injective_and_keeps_prefixes(a: tuple[str, ...], b: tuple[str, ...]) -> None:
+    ea, eb = encode_namespace(a), encode_namespace(b)
+    assert (ea == eb) == (a == b)
+    assert eb.startswith(ea) == (b[: len(a)] == a)
+    assert decode_namespace(ea) == a
+
+
+def test_thousand_labels(store: SqlmemStore) -> None:
+    ns = tuple(f"l{i}" for i in range(1000))
+    store.put(ns, "k", {"deep": True})
+    assert store.get(ns, "k").value == {"deep": True}  # type: ignore[union-attr]
+    assert [i.key for i in store.search(ns[:500])] == ["k"]
+
+
+def test_search_filters_order_and_pages(store: SqlmemStore) -> None:
+    docs = {
+        "a": {"kind": "note", "score": 5, "user": {"level": "admin", "access-level": "x"}},
+        "b": {"kind": "note", "score": 9, "tags": ["x", "y"]},
+        "c": {"kind": "todo", "score": 1.5, "user": {"level": "guest"}},
+        "d": {"kind": "note", "score": "high"},
+    }
+    for key, value in docs.items():
+        store.put(("docs",), key, value)
+    store.put(("other",), "z", {"kind": "note"})
+
+    def keys(**kwargs: Any) -> list[str]:
+        return [i.key for i in store.search(("docs",), limit=10, **kwargs)]
+
+    assert keys() == ["d", "c", "b", "a"]  # newest first
+    assert keys(filter={"kind": "note"}) == ["d", "b", "a"]
+    assert keys(filter={"score": {"$gt": 4}}) == ["b", "a"]  # "high" is not a number
+    assert keys(filter={"score": {"$gte": 1.5, "$lt": 9}}) == ["c", "a"]
+    assert keys(filter={"score": {"$lte": 5}, "kind": {"$ne": "todo"}}) == ["a"]
+    assert keys(filter={"kind": {"$eq": "todo"}}) == ["c"]
+    assert keys(filter={"user": {"level": "admin"}}) == ["a"]
+    assert keys(filter={"user.level": "guest"}) == ["c"]
+    assert keys(filter={"user.access-level": "x"}) == ["a"]
+    assert keys(filter={"tags": ["x", "y"]}) == ["b"]
+    assert keys(filter={"missing": None}) == ["d", "c", "b", "a"]
+    assert keys(filter={"it's'; DROP TABLE kv; --": 1}) == []
+    assert [i.key for i in store.search(("docs",), limit=2, offset=1)] == ["c", "b"]
+    assert next(i.key for i in store.search((), limit=10)) == "z"
+    with pytest.raises(sqlmem.InvalidArgumentError):
+        keys(filter={"score": {"$regex": "x"}})
+
+
+def test_list_namespaces(store: SqlmemStore) -> None:
+    for ns in [("a", "b", "c"), ("a", "b", "d"), ("a", "x"), ("q", "b", "c"), ("a",)]:
+        store.put(ns, "k", {})
+    assert store.list_namespaces() == [
+        ("a",), ("a", "b", "c"), ("a", "b", "d"), ("a", "x"), ("q", "b", "c")
+    ]  # fmt: skip
+    assert store.list_namespaces(prefix=("a", "b")) == [("a", "b", "c"), ("a", "b", "d")]
+    assert store.list_namespaces(suffix=("c",)) == [("a", "b", "c"), ("q", "b", "c")]
+    assert store.list_namespaces(prefix=("*", "b")) == [
+        ("a", "b", "c"), ("a", "b", "d"), ("q", "b", "c")
+    ]  # fmt: skip
+    assert store.list_namespaces(max_depth=2) == [("a",), ("a", "b"), ("a", "x"), ("q", "b")]
+    assert store.list_namespaces(limit=2, offset=1) == [("a", "b", "c"), ("a", "b", "d")]
+    assert store.list_namespaces(prefix=("ab",)) == []  # labels, not characters
+
+
+def test_batch_with_a_put_is_all_or_nothing(store: SqlmemStore) -> None:
+    store.put(("n",), "kept", {"v": 1})
+    with pytest.raises(sqlmem.InvalidArgumentError):
+        store.batch(
+            [
+                PutOp(("n",), "new", {"v": 2}),
+                PutOp(("n",), "kept", None),
+                PutOp(("n",), "bad", {"v": float("nan")}),
+            ]
+        )
+    assert store.get(("n",), "new") is None
+    assert store.get(("n",), "kept") is not None
+    # reads in a batch see the batch's own earlier writes
+    results = store.batch([PutOp(("n",), "x", {"v": 3}), GetOp(("n",), "x"), SearchOp(("n",))])
+    assert results[0] is None and results[1].value == {"v": 3}  # type: ignore[union-attr]
+    assert {i.key for i in results[2]} == {"kept", "x"}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"v": float("nan")}, {"v": float("inf")}, {"v": b"bytes"}, {"v": object()}, ["list"]],
+    ids=["nan", "inf", "bytes", "object", "not-a-dict"],
+)
+def test_values_json_cannot_hold_are_refused(store: SqlmemStore, bad: Any) -> None:
+    with pytest.raises(sqlmem.InvalidArgumentError):
+        store.batch([PutOp(("n",), "k", bad)])
+    assert store.get(("n",), "k") is None
+
+
+def test_ttl_default_override_refresh_and_sweep(db: sqlmem.MemoryDB) -> None:
+    store = SqlmemStore(db, ttl={"default_ttl": 10, "refresh_on_read": True})
+    store.put(("t",), "default", {"v": 1})
+    store.put(("t",), "short", {"v": 2}, ttl=0.5)
+    store.put(("t",), "none", {"v": 3}, ttl=None)
+    with db.engine.read() as conn:
+        ttl = dict(conn.execute("SELECT key, ttl_ms FROM kv").fetchall())
+    assert ttl == {"default": 600_000, "short": 30_000, "none": None}
+    _expire(db, "short")
+    assert store.get(("t",), "short") is None
+    assert [i.key for i in store.search(("t",))] == ["none", "default"]
+    with db.engine.write() as conn:
+        conn.execute("UPDATE kv SET expires_at = expires_at - 500000 WHERE key = 'default'")
+    store.get(("t",), "default")  # refresh_on_read restarts its ttl
+    with db.engine.read() as conn:
+        (left,) = conn.execute(
+            "SELECT expires_at - updated_at FROM kv WHERE key = 'default'"
+        ).fetchall()[0]
+    assert left > 500_000
+    assert store.sweep_ttl() == 1
+    assert store.start_ttl_sweeper().done() is False
+    assert store.stop_ttl_sweeper(timeout=10)
+    store.close()
+    with pytest.raises(sqlmem.InvalidArgumentError):
+        SqlmemStore(db, ttl={"default_ttl": -1})
+
+
+def test_no_refresh_unless_configured(db: sqlmem.MemoryDB) -> None:
+    """As SqliteStore: reads refresh only with the config's refresh_on_read."""
+    store = SqlmemStore(db, ttl={"default_ttl": 10})
+    store.put(("t",), "k", {"v": 1})
+    with db.engine.write() as conn:
+        conn.execute("UPDATE kv SET expires_at = expires_at - 500000")
+    store.get(("t",), "k")
+    with db.engine.read() as conn:
+        (left,) = conn.execute("SELECT expires_at - updated_at FROM kv").fetchall()[0]
+    assert left == 100_000
+    store.close()
+
+
+def test_async_methods_and_ownership(tmp_path: Path) -> None:
+    store = SqlmemStore(tmp_path / "memory.db")
+
+    async def main() -> None:
+        await asyncio.gather(*(store.aput(("a",), f"k{i}", {"i": i}) for i in range(50)))
+        item = await store.aget(("a",), "k7")
+        assert item is not None and item.value == {"i": 7}
+        found = await store.asearch(("a",), filter={"i": {"$lt": 5}}, limit=50)
+        assert sorted(i.key for i in found) == [f"k{i}" for i in range(5)]
+        assert await store.alist_namespaces() == [("a",)]
+        await store.adelete(("a",), "k7")
+        assert await store.aget(("a",), "k7") is None
+
+    asyncio.run(main())
+    store.close()
+    assert store.db.closed
+
+
+def test_index_is_refused_not_ignored(db: sqlmem.MemoryDB) -> None:
+    with pytest.raises(sqlmem.InvalidArgumentError, match="index"):
+        SqlmemStore(db, index={"dims": 3, "embed": lambda texts: [[0.0] * 3 for _ in texts]})
+
+
+DOCS = {
+    "d1": {"text": "the quick brown fox jumps", "kind": "a"},
+    "d2": {"text": "a lazy dog sleeps all day", "kind": "b"},
+    "d3": {"title": "foxes", "body": {"parts": ["fox dens", "a fox and a dog"]}, "kind": "a"},
+    "d4": {"text": "nothing to see here", "n": 5},
+    "d5": {"text": "東京の天気は晴れ", "kind": "a"},
+}
+
+
+def _fts5_scores(query: str, texts: dict[str, str]) -> dict[str, float]:
+    """The reference: SQLite's own FTS5 BM25 over the same texts and tokenizer."""
+    import apsw
+
+    from sqlmem.config import StoreConfig
+    from sqlmem.search.query import compiler_for, segment
+
+    conn = apsw.Connection(":memory:")
+    tokenizer = StoreConfig().tokenizer
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(k UNINDEXED, body, tokenize='{tokenizer}')")
+    for k, text in texts.items():
+        conn.execute("INSERT INTO t VALUES (?, ?)", (k, segment(text) or text))
+    match = compiler_for(StoreConfig().tokenizer).match(query, "any")
+    rows = conn.execute("SELECT k, -bm25(t) FROM t WHERE t MATCH ?", (match,)).fetchall()
+    return dict(rows)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("query", ["fox", "dog fox", "lazy sleeping dogs", "天気", "fox zzz"])
+def test_query_ranks_by_fts5_bm25(store: SqlmemStore, query: str) -> None:
+    from sqlmem.adapters.langgraph import _text
+
+    for key, value in DOCS.items():
+        store.put(("docs",), key, value)
+    store.put(("elsewhere",), "x", {"text": "fox fox fox"})  # outside the prefix: not counted
+    hits = store.search(("docs",), query=query, limit=10)
+    expected = _fts5_scores(query, {k: _text(v) for k, v in DOCS.items()})
+    assert {h.key: h.score for h in hits} == pytest.approx(expected)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)  # type: ignore[arg-type, type-var]
+
+
+def test_query_with_filter_offset_and_no_words(store: SqlmemStore) -> None:
+    for key, value in DOCS.items():
+        store.put(("docs",), key, value)
+    hits = store.search(("docs",), query="fox dog", filter={"kind": "a"}, limit=10)
+    assert {h.key for h in hits} == {"d1", "d3"}
+    assert hits[0].key == "d3"  # two foxes and a dog
+    every = store.search(("docs",), query="fox dog", limit=10)
+    assert [h.key for h in store.search(("docs",), query="fox dog", limit=2, offset=1)] == [
+        h.key for h in every[1:3]
+    ]
+    plain = store.search(("docs",), query="?!", limit=10)  # no words: filters only
+    assert len(plain) == 5 and all(h.score is None for h in plain)
+
+
+def test_other_kv_users_cannot_reach_the_store(store: SqlmemStore, db: sqlmem.MemoryDB) -> None:
+    from sqlmem.adapters.langchain import SqlmemByteStore
+
+    store.put(("default",), "k", {"v": 1})
+    bytes_store = SqlmemByteStore(db)  # namespace "default"
+    assert bytes_store.mget(["k"]) == [None]
+    bytes_store.mset([("k", b"x")])
+    assert store.get(("default",), "k").value == {"v": 1}  # type: ignore[union-attr]
+    assert store.list_namespaces() == [("default",)]
+
+
+def test_async_store_refuses_sync_calls_inside_its_loop(tmp_path: Path) -> None:
+    """As LangGraph's AsyncSqliteStore: inside a running loop only the a-methods work; a
+    sync call from another thread is answered."""
+    import concurrent.futures
+
+    from sqlmem.adapters.langgraph import AsyncSqlmemStore, SyncCallInEventLoopError
+
+    store = AsyncSqlmemStore(tmp_path / "memory.db")
+
+    async def main() -> None:
+        for call in (
+            lambda: store.put(("a",), "k", {"v": 1}),
+            lambda: store.get(("a",), "k"),
+            lambda: store.search(("a",)),
+            lambda: store.list_namespaces(),
+            lambda: store.delete(("a",), "k"),
+        ):
+            with pytest.raises(asyncio.InvalidStateError):
+                call()
+        with pytest.raises(sqlmem.SqlmemError):
+            store.batch([GetOp(("a",), "k")])
+        await store.aput(("a",), "k", {"v": 1})
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # another thread: answered
+            item = await asyncio.wrap_future(pool.submit(store.get, ("a",), "k"))
+        assert item is not None and item.value == {"v": 1}
+        assert [i.key for i in await store.asearch(("a",))] == ["k"]
+
+    asyncio.run(main())
+    assert store.get(("a",), "k") is not None  # no loop here: answered
+    assert issubclass(SyncCallInEventLoopError, sqlmem.SqlmemError)
+    store.close()
