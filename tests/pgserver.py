@@ -14,17 +14,19 @@ existing server.
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import pwd
 import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PgServer", "find_bin", "start"]
+__all__ = ["PgServer", "find_bin", "new_agent_id", "start"]
 
 
 def find_bin() -> Path:
@@ -138,3 +140,11 @@ def start() -> PgServer:
         ) from None
     # pg_ctl restart reuses the options saved in postmaster.opts, and the log path here.
     return PgServer(folder, data, root, port, user, time.perf_counter() - t0)
+
+
+_AGENTS = itertools.count()
+
+
+def new_agent_id() -> str:
+    """An agent id no other test (nor an earlier run on the same server) has used."""
+    return f"t{next(_AGENTS)}-{uuid.uuid4().hex[:12]}"
