@@ -55,7 +55,6 @@ def db(open_db: Callable[..., sqlmem.MemoryDB]) -> sqlmem.MemoryDB:
 def pg_dsn() -> Iterator[str]:
     import os
 
-
     given = os.environ.get("SQLMEM_TEST_POSTGRES_DSN")
     if given:
         yield given

@@ -93,12 +93,15 @@ class PostgresDB:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
 
-def open(  # noqa: A001 - the package's verb, as sqlmem.open
+def open(
     dsn: str,
     agent_id: str,
     config: StoreConfig | None = None,

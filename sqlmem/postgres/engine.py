@@ -25,7 +25,7 @@ import psycopg_pool
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StoreClosedError
-from .errors import translate
+from .errors import map_error, translate
 from .migrations import apply_migrations
 
 __all__ = ["Engine", "Pools"]
@@ -80,7 +80,17 @@ class Pools:
         """Apply pending migrations once per backend (each open after that costs nothing)."""
         if self._migrated:
             return
-        with self.pool(busy_ms).connection() as conn:
+        # A connection of its own: a wrong DSN or a server that is down then fails now with
+        # the server's own words, not as a pool wait running out.
+        try:
+            conn = psycopg.connect(
+                self.dsn, autocommit=True, options=_options(busy_ms), connect_timeout=10
+            )
+        except psycopg.ProgrammingError as exc:  # raised for a DSN it cannot parse
+            raise InvalidArgumentError(f"dsn: {exc}") from exc
+        except psycopg.Error as exc:
+            raise map_error(exc, "PostgreSQL") from exc
+        with translate("PostgreSQL"), conn:
             apply_migrations(conn, "PostgreSQL")
         self._migrated = True
 
@@ -101,8 +111,8 @@ class Engine:
         self.config = config
         self.closed = False
         with translate(f"PostgreSQL agent {agent_id}"):
-            self._pool = pools.pool(config.busy_timeout_ms)
             pools.migrate(config.busy_timeout_ms)
+            self._pool = pools.pool(config.busy_timeout_ms)
 
     @contextmanager
     def _connection(self) -> Iterator[Conn]:

@@ -44,7 +44,11 @@ __all__ = ["PostgresFactStore", "meta_jsonb"]
 
 def meta_jsonb(metadata_json: str) -> str:
     """The jsonb text of stored or wanted metadata: strings escaped as text is (codec)."""
-    if "\\u0000" not in metadata_json and "\ue000" not in metadata_json and "\\ue000" not in metadata_json:
+    if (
+        "\\u0000" not in metadata_json
+        and "\ue000" not in metadata_json
+        and "\\ue000" not in metadata_json
+    ):
         return metadata_json
     return json.dumps(encode_json_value(json.loads(metadata_json)))
 
@@ -176,9 +180,7 @@ class PostgresFactStore:
         if not terms or limit <= 0:
             return []
         params = _filter_params(filters)
-        params.update(
-            agent=self._agent, lexemes=lexemes(terms), query=tsquery(terms, " | ")
-        )
+        params.update(agent=self._agent, lexemes=lexemes(terms), query=tsquery(terms, " | "))
         with self._engine.snapshot() as conn:
             stats = conn.execute(sql.STATS, (self._agent, sql.FACTS)).fetchone()
             rows = conn.execute(sql.search_sql(filters.key), params).fetchall()

@@ -8,17 +8,17 @@ from __future__ import annotations
 from functools import cache
 
 __all__ = [
+    "CATEGORIES",
     "COUNT",
     "DELETE",
     "FACT_COLUMNS",
     "LOCK_CORPUS",
     "SEARCH_CANDIDATES",
     "SELECT_BY_PK",
-    "SELECT_ONE",
     "SELECT_OLD_LENGTHS",
+    "SELECT_ONE",
     "STATS",
     "TAGS",
-    "CATEGORIES",
     "UPDATE_STATS",
     "UPSERT",
     "filter_sql",
@@ -28,7 +28,9 @@ __all__ = [
 
 FACTS = 1  # corpus_stats.corpus of facts
 
-FACT_COLUMNS = "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at"
+FACT_COLUMNS = (
+    "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at"
+)
 
 # Every writer of an agent's facts takes its corpus_stats row first: writers of one agent
 # queue there (as SQLite's writers queue at BEGIN IMMEDIATE), so the lengths read next and
@@ -62,7 +64,9 @@ ON CONFLICT (agent_id, id) DO UPDATE SET
 DELETE = "DELETE FROM facts WHERE agent_id = %s AND id = ANY(%s) RETURNING doc_len"
 
 SELECT_ONE = f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.agent_id = %s AND f.id = %s"
-SELECT_BY_PK = f"SELECT f.pk, {FACT_COLUMNS} FROM facts AS f WHERE f.agent_id = %s AND f.pk = ANY(%s)"
+SELECT_BY_PK = (
+    f"SELECT f.pk, {FACT_COLUMNS} FROM facts AS f WHERE f.agent_id = %s AND f.pk = ANY(%s)"
+)
 
 COUNT = "SELECT count(*) FROM facts WHERE agent_id = %s"
 

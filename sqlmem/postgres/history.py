@@ -262,9 +262,9 @@ class PostgresHistoryStore:
             }
         out: list[Message] = []
         for key, score in hits:
-            row = found.get(key)
-            if row is not None:
-                out.extend(messages_from_rows(_decoded([row[1:]]), decode(row[0]), [score]))
+            hit = found.get(key)
+            if hit is not None:
+                out.extend(messages_from_rows(_decoded([hit[1:]]), decode(hit[0]), [score]))
         return out
 
 

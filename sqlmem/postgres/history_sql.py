@@ -58,7 +58,9 @@ SELECT last_seq, archived_seq FROM sessions
 WHERE agent_id = %s AND session_id = %s FOR UPDATE
 """
 
-_ARCHIVED = "(SELECT archived_seq FROM sessions WHERE agent_id = %(agent)s AND session_id = %(session)s)"
+_ARCHIVED = (
+    "(SELECT archived_seq FROM sessions WHERE agent_id = %(agent)s AND session_id = %(session)s)"
+)
 
 SELECT_RECENT = f"""
 SELECT {MESSAGE_COLUMNS} FROM messages AS m

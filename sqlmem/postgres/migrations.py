@@ -53,7 +53,10 @@ class Migration:
 def migrations_dir() -> Path:
     """`postgres/` in the migrations shipped in the wheel, else in the checkout's folder."""
     package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "_migrations" / "postgres", package.parent / "migrations" / "postgres"):
+    for candidate in (
+        package / "_migrations" / "postgres",
+        package.parent / "migrations" / "postgres",
+    ):
         if candidate.is_dir():
             return candidate
     raise MigrationError(f"PostgreSQL migrations folder not found next to {package}")
@@ -120,9 +123,7 @@ def apply_migrations(conn: psycopg.Connection[Any], context: str = "") -> int:
                     return done
                 migration = plan[done]
                 conn.execute(migration.sql.encode("utf-8"))
-                conn.execute(
-                    _INSERT_APPLIED, (migration.version, migration.name, migration.sha256)
-                )
+                conn.execute(_INSERT_APPLIED, (migration.version, migration.name, migration.sha256))
 
 
 def _applied(conn: psycopg.Connection[Any]) -> list[tuple[int, str, str]]:

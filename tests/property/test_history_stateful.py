@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
-from pgserver import new_agent_id
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
 from sqlmem.memory.history import InMemoryHistoryStore

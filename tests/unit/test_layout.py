@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "sqlmem"
 
 SHARED = {"errors", "config", "records", "protocols", "agent_ids", "forksafe", "search", "rules"}
-BACKENDS = {"sqlite", "memory"}
+BACKENDS = {"sqlite", "memory", "postgres"}
 LAYERS = {"context", "cli", "factory"}
 
 
