@@ -38,12 +38,12 @@ def map_error(exc: BaseException, context: str) -> SqlmemError:
         mapped = StorageBusyError(f"{where}database is busy (lock or statement timeout: {exc})")
     elif isinstance(exc, (pg.DeadlockDetected, pg.SerializationFailure)):
         mapped = StorageBusyError(f"{where}database is busy (concurrent writers: {exc})")
-    elif isinstance(exc, psycopg.OperationalError):  # server down, restarting, connection lost
-        mapped = StorageBusyError(f"{where}database unavailable, nothing was written ({exc})")
     elif isinstance(exc, psycopg.Error) and (exc.sqlstate or "")[:2] in _TOO_BIG:
         mapped = InvalidArgumentError(f"{where}value too large for PostgreSQL ({exc})")
     elif isinstance(exc, psycopg.Error) and (exc.sqlstate or "")[:2] in _BAD_DATA:
         mapped = InvalidArgumentError(f"{where}value refused by PostgreSQL ({exc})")
+    elif isinstance(exc, psycopg.OperationalError):  # server down, restarting, connection lost
+        mapped = StorageBusyError(f"{where}database unavailable, nothing was written ({exc})")
     else:
         mapped = SqlmemError(f"{where}{type(exc).__name__}: {exc}")
     mapped.__cause__ = exc
