@@ -43,7 +43,9 @@ def map_error(exc: BaseException, context: str) -> SqlmemError:
     elif isinstance(exc, psycopg.Error) and (exc.sqlstate or "")[:2] in _BAD_DATA:
         mapped = InvalidArgumentError(f"{where}value refused by PostgreSQL ({exc})")
     elif isinstance(exc, psycopg.OperationalError):  # server down, restarting, connection lost
-        mapped = StorageBusyError(f"{where}database unavailable, nothing was written ({exc})")
+        mapped = StorageBusyError(
+            f"{where}database unavailable ({exc}); a write in flight is whole or absent"
+        )
     else:
         mapped = SqlmemError(f"{where}{type(exc).__name__}: {exc}")
     mapped.__cause__ = exc

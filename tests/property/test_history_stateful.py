@@ -215,6 +215,20 @@ class PostgresHistoryAgreement(HistoryAgreement):
         if purge:
             self.neighbour.history.purge(sid)
 
+    @invariant()
+    def statistics_are_exact(self) -> None:
+        """corpus_stats holds exactly the agent's message and token counts (BM25's N, avgdl)."""
+        with self.db._engine.read() as conn:
+            kept = conn.execute(
+                "SELECT docs, tokens FROM corpus_stats WHERE agent_id = %s AND corpus = 2",
+                (self.db.agent_id,),
+            ).fetchone()
+            real = conn.execute(
+                "SELECT count(*), coalesce(sum(doc_len), 0) FROM messages WHERE agent_id = %s",
+                (self.db.agent_id,),
+            ).fetchone()
+        assert tuple(kept or (0, 0)) == tuple(real)
+
 
 class PostgresHistoryAgreementWithLimit(PostgresHistoryAgreement):
     config = StoreConfig(max_history_len=3)
