@@ -91,7 +91,7 @@ def test_agents_never_see_each_other(open_pg: Any, session: str, content: str, q
         return  # lone surrogates are refused before anything is stored (tested elsewhere)
     a, b = open_pg(), open_pg()
     a.history.append(session, Message(role="user", content=content))
-    a.facts.index(Fact(id=session, content=content or "x"))
+    a.facts.index(Fact(id=session, content=content + " x"))
     assert b.history.sessions() == [] and b.history.count(session) == 0
     assert b.facts.get(session) is None and b.facts.count() == 0
     assert b.history.search(query) == [] and b.facts.search(query) == []

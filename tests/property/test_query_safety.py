@@ -1,6 +1,7 @@
 """Any text is a valid query (SPEC 6): in modes "any" and "all" search never raises, on
-every store (SQLite, the twin, PostgreSQL); in raw mode the only possible error is InvalidQueryError (FTS5's, or the
-refusal of more than MAX_QUERY_TERMS words)."""
+every store (SQLite, the twin, PostgreSQL) and they find the same facts; in raw mode the
+only possible error is InvalidQueryError (FTS5's, or the refusal of more than
+MAX_QUERY_TERMS words)."""
 
 from __future__ import annotations
 
