@@ -42,7 +42,6 @@ CREATE TABLE messages (
     tsv          tsvector NOT NULL,
     PRIMARY KEY (agent_id, session_id, seq)
 );
-CREATE INDEX messages_tsv ON messages USING gin (tsv);
 
 CREATE TABLE facts (
     agent_id   text COLLATE "C" NOT NULL,
@@ -61,7 +60,6 @@ CREATE TABLE facts (
     tsv        tsvector NOT NULL,
     PRIMARY KEY (agent_id, id)
 );
-CREATE INDEX facts_tsv ON facts USING gin (tsv);
 CREATE INDEX facts_created ON facts (agent_id, created_at, pk);
 CREATE INDEX facts_meta ON facts USING gin (meta jsonb_path_ops);
 
@@ -73,3 +71,18 @@ CREATE TABLE corpus_stats (
     tokens   bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (agent_id, corpus)
 );
+
+-- Search indexes: GIN on (agent_id, tsv), so a search reads only its agent's postings
+-- (btree_gin, a contrib extension marked trusted). Without it (no contrib on the server,
+-- or no right to create extensions) GIN on tsv alone: the same answers, slower with many
+-- agents, since the postings of every agent are read and filtered.
+DO $$
+BEGIN
+    CREATE EXTENSION IF NOT EXISTS btree_gin;
+    CREATE INDEX facts_search ON facts USING gin (agent_id, tsv);
+    CREATE INDEX messages_search ON messages USING gin (agent_id, tsv);
+EXCEPTION WHEN OTHERS THEN
+    CREATE INDEX facts_search ON facts USING gin (tsv);
+    CREATE INDEX messages_search ON messages USING gin (tsv);
+END
+$$;

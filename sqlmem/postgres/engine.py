@@ -4,8 +4,9 @@
 psycopg-pool per busy timeout: the timeouts are connection settings, so agents with
 different `busy_timeout_ms` never share a connection. Connections are in autocommit; a
 write is one explicit transaction (`Engine.write`), rolled back on any exception, and the
-pool discards a connection that broke (killed by the server, a restart) and checks each
-one before lending it, so a server that came back is used again without a restart of ours.
+pool discards a connection that broke (killed by the server, a restart), and each one is
+tried before it is lent (`Engine._checked_out`), so a server that came back is used again
+without a restart of ours.
 
 `busy_timeout_ms` becomes `lock_timeout` (waiting for another writer's row lock) and
 `statement_timeout` (at least one second: a statement holding no lock still needs time to
@@ -16,6 +17,7 @@ run); the pool's own wait for a free connection uses the same timeout. Past any 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -65,7 +67,6 @@ class Pools:
                     min_size=1,
                     max_size=self.pool_size,
                     kwargs={"autocommit": True, "options": _options(busy_ms)},
-                    check=psycopg_pool.ConnectionPool.check_connection,
                     timeout=max(busy_ms, 1) / 1000,
                     reconnect_timeout=60,
                     name="sqlmem",
@@ -110,6 +111,7 @@ class Engine:
         self.agent_id = agent_id
         self.config = config
         self.closed = False
+        self._timeout = max(config.busy_timeout_ms, 1) / 1000
         with translate(f"PostgreSQL agent {agent_id}"):
             pools.migrate(config.busy_timeout_ms)
             self._pool = pools.pool(config.busy_timeout_ms)
@@ -118,8 +120,28 @@ class Engine:
     def _connection(self) -> Iterator[Conn]:
         if self.closed:
             raise StoreClosedError(f"PostgreSQL store of agent {self.agent_id!r} is closed")
-        with translate(f"PostgreSQL agent {self.agent_id}"), self._pool.connection() as conn:
-            yield conn
+        with translate(f"PostgreSQL agent {self.agent_id}"):
+            conn = self._checked_out()
+            try:
+                yield conn
+            finally:
+                self._pool.putconn(conn)  # a broken one is discarded and replaced
+
+    def _checked_out(self) -> Conn:
+        """A pooled connection that answers. Killed idle connections (a server restart,
+        pg_terminate_backend) are each tried once, discarded and skipped at once: the
+        pool's own check waits 1 s, 2 s, 4 s... between broken ones, so a pool of 8 dead
+        connections used to outlast the busy timeout."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            conn = self._pool.getconn(max(deadline - time.monotonic(), 0.001))
+            try:
+                conn.execute("")
+                return conn
+            except psycopg.Error:
+                self._pool.putconn(conn)
+                if time.monotonic() >= deadline:
+                    raise
 
     @contextmanager
     def write(self) -> Iterator[Conn]:
