@@ -37,7 +37,7 @@ from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms
 from . import facts_sql as sql
 from .codec import decode, encode, encode_json_value
 from .engine import Engine
-from .ranking import best, lexemes, tsquery, tsvector
+from .ranking import best, lexemes, single_lexemes, tsquery, tsvector
 
 __all__ = ["PostgresFactStore", "meta_jsonb"]
 
@@ -181,6 +181,11 @@ class PostgresFactStore:
             return []
         params = _filter_params(filters)
         params.update(agent=self._agent, lexemes=lexemes(terms), query=tsquery(terms, " | "))
+        if len(terms) <= MAX_QUERY_TERMS and single_lexemes(terms):  # ranked in the server
+            params.update(limit=limit, need=len(terms) if mode == "all" else 1)
+            with self._engine.read() as conn:
+                rows = conn.execute(sql.ranked_sql(filters.key), params).fetchall()
+            return facts_from_rows(_decoded((*r[:-1], -r[-1]) for r in rows), ranked=True)
         with self._engine.snapshot() as conn:
             stats = conn.execute(sql.STATS, (self._agent, sql.FACTS)).fetchone()
             rows = conn.execute(sql.search_sql(filters.key), params).fetchall()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from functools import cache
 
+from .ranking import bm25_statement
+
 __all__ = [
     "CATEGORIES",
     "COUNT",
@@ -23,6 +25,7 @@ __all__ = [
     "UPSERT",
     "filter_sql",
     "list_sql",
+    "ranked_sql",
     "search_sql",
 ]
 
@@ -124,3 +127,9 @@ def list_sql(key: tuple[bool, ...], oldest_first: bool, limited: bool) -> str:
         f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.agent_id = %(agent)s"
         f" AND {filter_sql(key)} ORDER BY f.created_at {order}, f.pk {order}{page}"
     )
+
+
+@cache
+def ranked_sql(key: tuple[bool, ...]) -> str:
+    """BM25 ranked inside PostgreSQL (`ranking.bm25_statement`), for queries of single lexemes."""
+    return bm25_statement("facts", "f", "f.pk", filter_sql(key), FACT_COLUMNS, FACTS)

@@ -43,7 +43,7 @@ from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment
 from . import history_sql as sql
 from .codec import decode, encode
 from .engine import Conn, Engine
-from .ranking import best, lexemes, tsquery, tsvector
+from .ranking import best, lexemes, single_lexemes, tsquery, tsvector
 
 __all__ = ["PostgresHistoryStore"]
 
@@ -232,13 +232,31 @@ class PostgresHistoryStore:
         terms = self._compiler.terms(query)
         if not terms:
             return []
-        params = {"agent": self._agent, "lexemes": lexemes(terms), "query": tsquery(terms, " | ")}
-        statement = sql.SEARCH
+        params: dict[str, Any] = {
+            "agent": self._agent,
+            "lexemes": lexemes(terms),
+            "query": tsquery(terms, " | "),
+        }
         if session_id is not None:
-            statement, params["session"] = sql.SEARCH_SESSION, encode(session_id)
+            params["session"] = encode(session_id)
+        if len(terms) <= MAX_QUERY_TERMS and single_lexemes(terms):  # ranked in the server
+            params.update(limit=min(top_k, _MAX_LIMIT), need=1)
+            with self._engine.read() as conn:
+                found_rows = conn.execute(
+                    sql.RANKED if session_id is None else sql.RANKED_SESSION, params
+                ).fetchall()
+            out: list[Message] = []
+            for r in found_rows:
+                out.extend(messages_from_rows(_decoded([r[1:-1]]), decode(r[0]), [r[-1]]))
+            return out
         with self._engine.snapshot() as conn:
             stats = conn.execute(sql.STATS, (self._agent, sql.MESSAGES)).fetchone()
-            rows = [((r[0], r[1]), *r[2:]) for r in conn.execute(statement, params)]
+            rows = [
+                ((r[0], r[1]), *r[2:])
+                for r in conn.execute(
+                    sql.SEARCH if session_id is None else sql.SEARCH_SESSION, params
+                )
+            ]
             if not stats or not rows:
                 return []
             if len(terms) > MAX_QUERY_TERMS:
@@ -260,7 +278,7 @@ class PostgresHistoryStore:
                     (self._agent, [k[0] for k in keys], [k[1] for k in keys]),
                 )
             }
-        out: list[Message] = []
+        out = []
         for key, score in hits:
             hit = found.get(key)
             if hit is not None:

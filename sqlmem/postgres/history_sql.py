@@ -3,6 +3,8 @@ shard); values are always bound."""
 
 from __future__ import annotations
 
+from .ranking import bm25_statement
+
 __all__ = [
     "ARCHIVE",
     "COUNT",
@@ -133,3 +135,12 @@ UPDATE corpus_stats SET docs = docs + %s, tokens = tokens + %s
 WHERE agent_id = %s AND corpus = %s
 """
 STATS = "SELECT docs, tokens FROM corpus_stats WHERE agent_id = %s AND corpus = %s"
+
+_KEY = "(m.session_id, m.seq)"
+_RESULT = f"m.session_id, {MESSAGE_COLUMNS}"
+#: BM25 ranked inside PostgreSQL (`ranking.bm25_statement`), for queries of single lexemes;
+#: rows are the session id, MESSAGE_COLUMNS and the score.
+RANKED = bm25_statement("messages", "m", _KEY, "true", _RESULT, MESSAGES)
+RANKED_SESSION = bm25_statement(
+    "messages", "m", _KEY, "m.session_id = %(session)s", _RESULT, MESSAGES
+)

@@ -24,10 +24,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..search.bm25 import weigh
+from ..search.bm25 import K1, MIN_IDF, B, weigh
 from ..search.query import Term
 
-__all__ = ["MAX_LEXEME", "best", "lexemes", "tsquery", "tsvector"]
+__all__ = [
+    "MAX_LEXEME",
+    "best",
+    "bm25_statement",
+    "lexemes",
+    "single_lexemes",
+    "tsquery",
+    "tsvector",
+]
 
 MAX_LEXEME = 500
 _MAX_POSITION = 16383
@@ -114,3 +122,56 @@ def best(
 
 def _order(hit: tuple[Any, float]) -> tuple[float, Any]:
     return (-hit[1], hit[0])
+
+
+# -- BM25 inside PostgreSQL --------------------------------------------------------------------
+#
+# When every query term is one lexeme (no CJK run, no word of several tokens), one
+# statement ranks: among the agent's rows holding any query lexeme, `p` lists each row's
+# query lexemes with their position counts (tf), `d` counts the rows holding each lexeme
+# (every row, before the filters: FTS5's statistics), `st` reads N and the mean length from
+# corpus_stats, and `s` sums FTS5's BM25 over the kept rows; only the best `limit` rows
+# leave the server. The same formula as `sqlmem.search.bm25` (constants taken from it).
+
+_IDF = "ln((st.n - d.df + 0.5) / (d.df + 0.5))"
+
+
+def bm25_statement(table: str, alias: str, key: str, kept: str, columns: str, corpus: int) -> str:
+    """The ranking statement over `table AS alias`; `key` identifies a row (and breaks ties),
+    `kept` is the filters' predicate, `columns` what the result rows hold before the score.
+    Parameters: agent, query (tsquery), lexemes, need (1 for "any", the term count for
+    "all"), limit, and the filters' own."""
+    return f"""
+WITH c AS (
+    SELECT {key} AS key, {alias}.doc_len, {alias}.tsv, {kept} AS kept
+    FROM {table} AS {alias}
+    WHERE {alias}.agent_id = %(agent)s AND {alias}.tsv @@ %(query)s::tsquery
+), p AS (
+    SELECT c.key, c.doc_len, c.kept, u.lexeme, cardinality(u.positions)::float8 AS tf
+    FROM c CROSS JOIN LATERAL unnest(c.tsv) AS u
+    WHERE u.lexeme = ANY(%(lexemes)s::text[])
+), d AS (
+    SELECT p.lexeme, count(*)::float8 AS df FROM p GROUP BY p.lexeme
+), st AS (
+    SELECT docs::float8 AS n, tokens::float8 / greatest(docs, 1) AS avgdl
+    FROM corpus_stats WHERE agent_id = %(agent)s AND corpus = {corpus}
+), s AS (
+    SELECT p.key, sum(
+        (CASE WHEN {_IDF} <= 0 THEN {MIN_IDF!r} ELSE {_IDF} END)
+        * (p.tf * {K1 + 1!r}) / (p.tf + {K1!r} * ({1 - B!r} + {B!r} * p.doc_len / st.avgdl))
+    ) AS score
+    FROM p JOIN d ON d.lexeme = p.lexeme CROSS JOIN st
+    WHERE p.kept
+    GROUP BY p.key
+    HAVING count(*) >= %(need)s
+)
+SELECT {columns}, s.score
+FROM s JOIN {table} AS {alias} ON {alias}.agent_id = %(agent)s AND {key} = s.key
+ORDER BY s.score DESC, s.key
+LIMIT %(limit)s
+"""
+
+
+def single_lexemes(terms: Sequence[Term]) -> bool:
+    """True when the in-database ranking applies: every term one lexeme, all distinct."""
+    return all(len(t.tokens) == 1 for t in terms) and len(lexemes(terms)) == len(terms)
