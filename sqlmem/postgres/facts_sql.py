@@ -132,4 +132,4 @@ def list_sql(key: tuple[bool, ...], oldest_first: bool, limited: bool) -> str:
 @cache
 def ranked_sql(key: tuple[bool, ...]) -> str:
     """BM25 ranked inside PostgreSQL (`ranking.bm25_statement`), for queries of single lexemes."""
-    return bm25_statement("facts", "f", "f.pk", filter_sql(key), FACT_COLUMNS, FACTS)
+    return bm25_statement("facts", "f", "f.id", filter_sql(key), FACT_COLUMNS, FACTS)
