@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from functools import cache
 
+from .corpus_sql import FACTS, LOCK_CORPUS, STATS, UPDATE_STATS
 from .ranking import bm25_statement
 
 __all__ = [
     "CATEGORIES",
     "COUNT",
     "DELETE",
+    "FACTS",
     "FACT_COLUMNS",
     "LOCK_CORPUS",
     "SEARCH_CANDIDATES",
@@ -29,24 +31,11 @@ __all__ = [
     "search_sql",
 ]
 
-FACTS = 1  # corpus_stats.corpus of facts
 
 FACT_COLUMNS = (
     "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at"
 )
 
-# Every writer of an agent's facts takes its corpus_stats row first: writers of one agent
-# queue there (as SQLite's writers queue at BEGIN IMMEDIATE), so the lengths read next and
-# the statistics written last stay exact; other agents never wait.
-LOCK_CORPUS = """
-INSERT INTO corpus_stats AS s (agent_id, corpus) VALUES (%s, %s)
-ON CONFLICT (agent_id, corpus) DO UPDATE SET docs = s.docs
-"""
-UPDATE_STATS = """
-UPDATE corpus_stats SET docs = docs + %s, tokens = tokens + %s
-WHERE agent_id = %s AND corpus = %s
-"""
-STATS = "SELECT docs, tokens FROM corpus_stats WHERE agent_id = %s AND corpus = %s"
 
 SELECT_OLD_LENGTHS = "SELECT id, doc_len FROM facts WHERE agent_id = %s AND id = ANY(%s)"
 

@@ -3,6 +3,7 @@ shard); values are always bound."""
 
 from __future__ import annotations
 
+from .corpus_sql import LOCK_CORPUS, MESSAGES, STATS, UPDATE_STATS
 from .ranking import bm25_statement
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "DELETE_SESSION",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
     "INSERT",
+    "LOCK_CORPUS",
     "MAX_SEQ",
     "MESSAGES",
     "MESSAGE_COLUMNS",
@@ -26,9 +28,10 @@ __all__ = [
     "SELECT_SUMMARY",
     "SESSIONS",
     "SET_SUMMARY",
+    "STATS",
+    "UPDATE_STATS",
 ]
 
-MESSAGES = 2  # corpus_stats.corpus of messages
 MAX_SEQ = 2**63 - 1
 
 MESSAGE_COLUMNS = (
@@ -126,15 +129,6 @@ SELECT m.session_id, {MESSAGE_COLUMNS} FROM messages AS m
 WHERE m.agent_id = %s AND (m.session_id, m.seq) IN (SELECT * FROM unnest(%s::text[], %s::bigint[]))
 """
 
-LOCK_CORPUS = """
-INSERT INTO corpus_stats AS s (agent_id, corpus) VALUES (%s, %s)
-ON CONFLICT (agent_id, corpus) DO UPDATE SET docs = s.docs
-"""
-UPDATE_STATS = """
-UPDATE corpus_stats SET docs = docs + %s, tokens = tokens + %s
-WHERE agent_id = %s AND corpus = %s
-"""
-STATS = "SELECT docs, tokens FROM corpus_stats WHERE agent_id = %s AND corpus = %s"
 
 _KEY = "(m.session_id, m.seq)"
 _RESULT = f"m.session_id, {MESSAGE_COLUMNS}"
