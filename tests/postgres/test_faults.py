@@ -62,6 +62,14 @@ def test_lock_held_past_the_busy_timeout_is_storage_busy(open_pg: Any, pg_dsn: s
     assert db.history.append("s", _msg("after")) == 2  # the refused append took no seq
 
 
+def test_busy_timeout_becomes_lock_and_statement_timeouts(open_pg: Any) -> None:
+    for busy, lock, statement in ((250, "250ms", "1s"), (0, "1ms", "1s"), (7000, "7s", "7s")):
+        db = open_pg(busy_timeout_ms=busy)
+        with db._engine.read() as conn:
+            assert conn.execute("SHOW lock_timeout").fetchone() == (lock,)
+            assert conn.execute("SHOW statement_timeout").fetchone() == (statement,)
+
+
 def test_connection_killed_mid_transaction_writes_nothing_and_pool_recovers(
     open_pg: Any, pg_dsn: str
 ) -> None:
