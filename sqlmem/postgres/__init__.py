@@ -52,6 +52,17 @@ class PostgresBackend:
         """Close the pools: every database opened through this backend stops working."""
         self._pools.close()
 
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
 
 class PostgresDB:
     """One agent's memory on PostgreSQL: `.history`, `.facts`, `.config`, `close()`."""

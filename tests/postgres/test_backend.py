@@ -99,6 +99,17 @@ def test_factory_resolves_agents_to_rows_of_one_database(pg_backend: Any) -> Non
     assert not pg_backend.closed  # the backend belongs to its creator
 
 
+def test_closing_the_backend_closes_its_databases(pg_dsn: str) -> None:
+    with sp.PostgresBackend(pg_dsn, pool_size=1) as backend:
+        db = backend.open(new_agent_id())
+        db.history.append("s", Message(role="user", content="x"))
+    assert backend.closed and db.closed
+    with pytest.raises(StoreClosedError):
+        db.history.count("s")
+    with pytest.raises(StoreClosedError):
+        backend.open(new_agent_id())
+
+
 def test_threads_share_a_bounded_pool(pg_dsn: str) -> None:
     backend = sp.PostgresBackend(pg_dsn, pool_size=2)
     try:
