@@ -10,7 +10,7 @@ without a restart of ours.
 
 `busy_timeout_ms` becomes `lock_timeout` (waiting for another writer's row lock) and
 `statement_timeout` (at least one second: a statement holding no lock still needs time to
-run); the pool's own wait for a free connection uses the same timeout. Past any of them:
+run); the wait for a pooled connection uses the same timeout, also at least one second. Past any of them:
 `StorageBusyError`.
 """
 
@@ -67,7 +67,7 @@ class Pools:
                     min_size=1,
                     max_size=self.pool_size,
                     kwargs={"autocommit": True, "options": _options(busy_ms)},
-                    timeout=max(busy_ms, 1) / 1000,
+                    timeout=max(busy_ms, 1000) / 1000,
                     reconnect_timeout=60,
                     name="sqlmem",
                     open=False,
@@ -111,7 +111,9 @@ class Engine:
         self.agent_id = agent_id
         self.config = config
         self.closed = False
-        self._timeout = max(config.busy_timeout_ms, 1) / 1000
+        # At least a second: opening a connection (~10 ms, more under load) is not a busy
+        # database, and busy_timeout_ms=0 must not make every first call fail.
+        self._timeout = max(config.busy_timeout_ms, 1000) / 1000
         with translate(f"PostgreSQL agent {agent_id}"):
             pools.migrate(config.busy_timeout_ms)
             self._pool = pools.pool(config.busy_timeout_ms)
