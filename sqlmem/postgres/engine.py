@@ -10,8 +10,8 @@ without a restart of ours.
 
 `busy_timeout_ms` becomes `lock_timeout` (waiting for another writer's row lock) and
 `statement_timeout` (at least one second: a statement holding no lock still needs time to
-run); the wait for a pooled connection uses the same timeout, also at least one second. Past any of them:
-`StorageBusyError`.
+run); the wait for a pooled connection uses the same timeout, also at least one second.
+Past any of them: `StorageBusyError`.
 """
 
 from __future__ import annotations
