@@ -98,7 +98,7 @@ def best(
     A row is (key, length, {lexeme: positions} or None, kept by the filters). Rows whose
     positions miss a phrase (its tokens apart) count for no document frequency.
     """
-    if not rows or n_docs <= 0:
+    if not rows or not terms or n_docs <= 0:  # no term left (rarest_terms): no match
         return []
     freqs = [[_tf(t, row[2] or {}) for t in terms] for row in rows]
     doc_freqs = [sum(1 for f in freqs if f[j]) for j in range(len(terms))]
