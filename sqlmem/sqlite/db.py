@@ -153,7 +153,8 @@ class MemoryDB:
     def stats(self) -> dict[str, Any]:
         """Counts, sizes and schema version, for monitoring and `sqlmem info`."""
         with self._engine.read() as conn:
-            sessions, active, archived, facts, documents = conn.execute(_STATS, {"now": now_ms()}).fetchall()[0]
+            counts = conn.execute(_STATS, {"now": now_ms()}).fetchall()[0]
+            sessions, active, archived, facts, documents = counts
             embedder = self.facts.embedder
             without_vectors = count_without_vectors(conn, embedder.model if embedder else None)
             version = read_user_version(conn)

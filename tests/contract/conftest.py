@@ -27,7 +27,7 @@ MakeHistory = Callable[..., HistoryStore]
 MakeFacts = Callable[..., FactStore]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def make_history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeHistory]:
     engines: list[Engine] = []
 
@@ -35,6 +35,8 @@ def make_history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mak
         cfg = StoreConfig(**config)
         if request.param == "memory":
             return InMemoryHistoryStore(cfg)
+        if request.param == "postgres":  # a fresh agent of the session's server
+            return request.getfixturevalue("open_pg")(**config).history  # type: ignore[no-any-return]
         engine = Engine(
             tmp_path / f"history-{len(engines)}.db", cfg, hooks=(index_unsearchable_messages,)
         )

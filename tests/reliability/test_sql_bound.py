@@ -79,6 +79,9 @@ REVIEWED_DYNAMIC = {
         "schema text from our own files; the tokenizer is StoreConfig-validated and "
         "re-checked against a strict pattern just before"
     ),
+    ("migrations.py", "migration.sql.encode('utf-8')"): (
+        "sqlmem.postgres: schema text from our own files (migrations/postgres), as bytes"
+    ),
 }
 
 #: Interpolations allowed in f-string SQL, per file: savepoint names are built from ints.
