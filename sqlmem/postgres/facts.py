@@ -1,19 +1,23 @@
 """`PostgresFactStore`: the FactStore protocol on PostgreSQL, one agent's rows.
 
-Storage model (migrations/postgres/0001_initial.sql): `facts` keyed by (agent_id, id),
-with the tags twice (JSON text as given, `tag_set` for filters), the metadata twice (JSON
-text byte for byte, `meta` jsonb for filters), the tokens as a tsvector and their count;
-`corpus_stats` holds the agent's row and token counts for BM25. Search and its limits:
-`sqlmem.postgres.ranking`. Same argument checks, filters and query words as the SQLite
-store and the twin (`sqlmem.rules.filters`, `sqlmem.search.query`).
+Storage model (migrations/postgres/): `facts` keyed by (agent_id, id), with the tags twice
+(JSON text as given, `tag_set` for filters), the metadata twice (JSON text byte for byte,
+`meta` jsonb for filters, written by `codec.jsonb_text`), the tokens as a tsvector and their
+count, and the memory-item columns of SPEC 12 (0002); `corpus_stats` holds the agent's row
+and token counts for BM25. Search and its limits: `sqlmem.postgres.ranking`. Same argument
+checks, filters and query words as the SQLite store and the twin (`sqlmem.rules.filters`,
+`sqlmem.rules.items`, `sqlmem.rules.metadata`, `sqlmem.search.query`). Expired facts are
+gone for every read (`facts_sql.LIVE`) and still count in the BM25 statistics until
+`expire()` deletes them, as in FTS5 and the twin.
 
-Mode "raw" (FTS5 syntax) is SQLite's: it raises InvalidArgumentError here, as in the twin.
+Refused here, with InvalidArgumentError as the twin refuses what it lacks: mode "raw"
+(FTS5 syntax is SQLite's), and vectors (an embedder, modes "vector" and "hybrid",
+`embed_pending`: SPEC 17 on PostgreSQL is a later stage).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -30,27 +34,31 @@ from ..rules.filters import (
     is_fact_id,
     make_filters,
     merge_batch,
+    metadata_equal_filter,
     prepare_fact,
+)
+from ..rules.items import (
+    NO_ITEM_FILTERS,
+    ItemFilters,
+    check_layer,
+    make_item_filters,
+    promotion,
 )
 from ..rules.rows import facts_from_rows
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms
 from . import facts_sql as sql
-from .codec import decode, encode, encode_json_value
-from .engine import Engine
+from . import items
+from .codec import decode, encode, jsonb_text
+from .engine import Conn, Engine
+from .items import meta_jsonb, tag_set
 from .ranking import best, lexemes, single_lexemes, tsquery, tsvector
 
 __all__ = ["PostgresFactStore", "meta_jsonb"]
 
-
-def meta_jsonb(metadata_json: str) -> str:
-    """The jsonb text of stored or wanted metadata: strings escaped as text is (codec)."""
-    if (
-        "\\u0000" not in metadata_json
-        and "\ue000" not in metadata_json
-        and "\\ue000" not in metadata_json
-    ):
-        return metadata_json
-    return json.dumps(encode_json_value(json.loads(metadata_json)))
+_NO_VECTORS = (
+    "the PostgreSQL store has no vectors yet (SPEC 17 on PostgreSQL is a later stage): "
+    "modes 'vector' and 'hybrid' and embed_pending need the SQLite store or the twin"
+)
 
 
 def _decoded(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
@@ -65,6 +73,12 @@ class PostgresFactStore:
         self._engine = engine
         self._agent = engine.agent_id
         self._compiler = compiler_for(engine.config.tokenizer)
+        with engine.read() as conn:  # one index probe when nothing is missing
+            missing = conn.execute(sql.ANY_UNFINGERPRINTED, (self._agent,)).fetchone()
+        if missing:
+            with engine.write() as conn:
+                conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
+                items.fill_fingerprints(conn, self._agent)
 
     def __repr__(self) -> str:
         return f"<PostgresFactStore agent={self._agent!r}>"
@@ -73,7 +87,9 @@ class PostgresFactStore:
 
     def index(self, fact: Fact) -> str:
         row = prepare_fact(fact)
-        self._upsert([row])
+        params = [self._params(row)]  # tokenized before the transaction
+        with self._engine.write() as conn:
+            self._upsert(conn, params, now_ms())
         return row.id
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
@@ -81,12 +97,13 @@ class PostgresFactStore:
             raise InvalidArgumentError("index_many takes an iterable of Fact")
         rows = [prepare_fact(f) for f in facts]  # all checked first: all or nothing
         if rows:
-            self._upsert(merge_batch(rows))
+            params = [self._params(r) for r in merge_batch(rows)]
+            with self._engine.write() as conn:
+                self._upsert(conn, params, now_ms())
         return [r.id for r in rows]
 
-    def _params(self, row: FactRow, now: int) -> dict[str, Any]:
+    def _params(self, row: FactRow) -> dict[str, Any]:
         tokens = self._compiler.tokens(row.search_text or row.content)
-        tag_list = json.loads(row.tags) if row.tags != "[]" else []
         return {
             "agent": self._agent,
             "id": encode(row.id),
@@ -94,28 +111,96 @@ class PostgresFactStore:
             "source": encode(row.source),
             "category": row.category,
             "tags": row.tags,
-            "tag_set": sorted({encode(t) for t in tag_list}),
+            "tag_set": tag_set(row.tags),
             "metadata": row.metadata,
             "meta": meta_jsonb(row.metadata),
             "created": row.created_ms,
             "updated": row.updated_ms,
-            "now": now,
             "doc_len": len(tokens),
             "tsv": tsvector(tokens),
+            "layer": row.layer,
+            "kind": row.kind,
+            "confidence": row.confidence,
+            "salience": row.salience,
+            "refs": row.refs,
+            "expires": row.expires_ms,
+            "fingerprint": row.fingerprint,
+            "hits": row.hits,
         }
 
-    def _upsert(self, rows: Sequence[FactRow]) -> None:
-        now = now_ms()
-        params = [self._params(r, now) for r in rows]  # tokenized before the transaction
+    def _upsert(self, conn: Conn, params: list[dict[str, Any]], now: int) -> None:
+        """Write rows in the caller's transaction, the agent's corpus row locked first
+        (the statistics stay exact: the old lengths are read under that lock)."""
+        for p in params:
+            p["now"] = now
         ids = [p["id"] for p in params]
+        conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
+        old = dict(conn.execute(sql.SELECT_OLD_LENGTHS, (self._agent, ids)).fetchall())
+        with conn.cursor() as cur:
+            cur.executemany(sql.UPSERT, params)
+        added = sum(1 for i in ids if i not in old)
+        tokens = sum(p["doc_len"] for p in params) - sum(old.values())
+        conn.execute(sql.UPDATE_STATS, (added, tokens, self._agent, sql.FACTS))
+
+    def remember(self, fact: Fact) -> str:
+        """SPEC 12's upsert for memory writers: see `sqlmem.postgres.items`."""
+        row = prepare_fact(fact)
+        params = [self._params(row)]
+        with self._engine.write() as conn:
+            now = now_ms()
+            conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
+            merged = items.remember(conn, self._agent, row, now)
+            if merged is None:
+                self._upsert(conn, params, now)
+        return row.id if merged is None else merged
+
+    def promote(self, fact_id: str, layer: str) -> Fact:
+        layer = check_layer(layer)
+        if is_fact_id(fact_id):
+            now = now_ms()
+            params = {"agent": self._agent, "id": encode(fact_id), "layer": layer, "now": now}
+            with self._engine.write() as conn:
+                conn.execute(sql.PROMOTE, params)
+                rows = conn.execute(sql.SELECT_ONE, params).fetchall()
+            if rows:
+                return facts_from_rows(_decoded(rows), ranked=False)[0]
+        raise FactNotFoundError(f"no fact with id {fact_id!r}")
+
+    def promote_eligible(
+        self,
+        *,
+        from_layer: str = "episodic",
+        to_layer: str = "semantic",
+        min_confidence: float = 0.75,
+        min_hits: int = 2,
+    ) -> list[str]:
+        params = promotion(from_layer, to_layer, min_confidence, min_hits)
+        params.update(agent=self._agent, now=now_ms())
+        with self._engine.write() as conn:
+            rows = conn.execute(sql.PROMOTE_ELIGIBLE, params).fetchall()
+        rows.sort(key=lambda r: (r[1], r[2]))  # oldest first, as the twin orders them
+        return [decode(r[0]) for r in rows]
+
+    def expire(self) -> int:
+        """Delete the expired facts (they were already gone for every read), and their
+        share of the BM25 statistics."""
         with self._engine.write() as conn:
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
-            old = dict(conn.execute(sql.SELECT_OLD_LENGTHS, (self._agent, ids)).fetchall())
-            with conn.cursor() as cur:
-                cur.executemany(sql.UPSERT, params)
-            added = sum(1 for i in ids if i not in old)
-            tokens = sum(p["doc_len"] for p in params) - sum(old.values())
-            conn.execute(sql.UPDATE_STATS, (added, tokens, self._agent, sql.FACTS))
+            lengths = [
+                r[0] for r in conn.execute(sql.EXPIRE, {"agent": self._agent, "now": now_ms()})
+            ]
+            if lengths:
+                conn.execute(
+                    sql.UPDATE_STATS, (-len(lengths), -sum(lengths), self._agent, sql.FACTS)
+                )
+        return len(lengths)
+
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Refused: no vectors on PostgreSQL yet (InvalidArgumentError, as a store opened
+        without an embedder refuses it)."""
+        raise InvalidArgumentError(_NO_VECTORS)
 
     def delete(self, fact_id: str) -> None:
         if not is_fact_id(fact_id) or self._delete([fact_id]) == 0:
@@ -128,28 +213,32 @@ class PostgresFactStore:
         return self._delete(ids) if ids else 0
 
     def _delete(self, ids: Sequence[str]) -> int:
+        """Expired facts (stored until expire()) are deleted and counted too, as on
+        SQLite and the twin."""
         wanted = sorted({encode(i) for i in ids})
         with self._engine.write() as conn:
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
-            lengths = [r[0] for r in conn.execute(sql.DELETE, (self._agent, wanted))]
-            if lengths:
+            gone = conn.execute(sql.DELETE, (self._agent, wanted)).fetchall()
+            if gone:
                 conn.execute(
-                    sql.UPDATE_STATS, (-len(lengths), -sum(lengths), self._agent, sql.FACTS)
+                    sql.UPDATE_STATS,
+                    (-len(gone), -sum(r[0] for r in gone), self._agent, sql.FACTS),
                 )
-        return len(lengths)
+        return len(gone)
 
     # -- reads --------------------------------------------------------------------------
 
     def get(self, fact_id: str) -> Fact | None:
         if not is_fact_id(fact_id):
             return None
+        params = {"agent": self._agent, "id": encode(fact_id), "now": now_ms()}
         with self._engine.read() as conn:
-            rows = conn.execute(sql.SELECT_ONE, (self._agent, encode(fact_id))).fetchall()
+            rows = conn.execute(sql.SELECT_ONE, params).fetchall()
         return facts_from_rows(_decoded(rows), ranked=False)[0] if rows else None
 
     def count(self) -> int:
         with self._engine.read() as conn:
-            row = conn.execute(sql.COUNT, (self._agent,)).fetchone()
+            row = conn.execute(sql.COUNT, {"agent": self._agent, "now": now_ms()}).fetchone()
         return int(row[0]) if row else 0
 
     def __len__(self) -> int:
@@ -167,6 +256,9 @@ class PostgresFactStore:
         since: datetime | None = None,
         until: datetime | None = None,
         metadata: Mapping[str, Any] | None = None,
+        layer: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
     ) -> list[Fact]:
         text = check_query(query, mode)
         if mode == "raw":
@@ -174,21 +266,25 @@ class PostgresFactStore:
                 "mode='raw' (FTS5 query syntax) needs the SQLite store; "
                 "the PostgreSQL store supports 'any' and 'all'"
             )
+        if mode == "vector" or mode == "hybrid":
+            raise InvalidArgumentError(_NO_VECTORS)
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
+        item_filters = make_item_filters(layer, kind, min_confidence)
         terms = self._compiler.terms(text)
         if not terms or limit <= 0:
             return []
-        params = _filter_params(filters)
+        params = _filter_params(filters, item_filters)
         params.update(agent=self._agent, lexemes=lexemes(terms), query=tsquery(terms, " | "))
+        key, item_key = filters.key, item_filters.key
         if len(terms) <= MAX_QUERY_TERMS and single_lexemes(terms):  # ranked in the server
             params.update(limit=limit, need=len(terms) if mode == "all" else 1)
             with self._engine.read() as conn:
-                rows = conn.execute(sql.ranked_sql(filters.key), params).fetchall()
+                rows = conn.execute(sql.ranked_sql(key, item_key), params).fetchall()
             return facts_from_rows(_decoded((*r[:-1], -r[-1]) for r in rows), ranked=True)
         with self._engine.snapshot() as conn:
             stats = conn.execute(sql.STATS, (self._agent, sql.FACTS)).fetchone()
-            rows = conn.execute(sql.search_sql(filters.key), params).fetchall()
+            rows = conn.execute(sql.search_sql(key, item_key), params).fetchall()
             if not stats or not rows:
                 return []
             if len(terms) > MAX_QUERY_TERMS:  # the rarest, counted in this snapshot
@@ -204,34 +300,36 @@ class PostgresFactStore:
         return facts_from_rows(_decoded(ordered), ranked=True)
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
-        if not isinstance(key, str):
-            raise InvalidArgumentError("search_by_metadata: key must be a string")
-        return self._list(make_filters(metadata={key: value}), oldest_first=True, limited=False)
+        filters = metadata_equal_filter(key, value)
+        return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)
 
     def _list(
         self,
         filters: Filters,
+        item_filters: ItemFilters,
         *,
         oldest_first: bool = False,
         limited: bool = True,
         limit: int = 0,
         offset: int = 0,
     ) -> list[Fact]:
-        params = _filter_params(filters)
+        params = _filter_params(filters, item_filters)
         params.update(agent=self._agent, limit=limit, offset=offset)
-        text = sql.list_sql(filters.key, oldest_first, limited)
+        text = sql.list_sql(filters.key, item_filters.key, oldest_first, limited)
         with self._engine.read() as conn:
             rows = conn.execute(text, params).fetchall()
         return facts_from_rows(_decoded(rows), ranked=False)
 
     def tags(self) -> dict[str, int]:
+        params = {"agent": self._agent, "now": now_ms()}
         with self._engine.read() as conn:
-            counts = {decode(t): int(n) for t, n in conn.execute(sql.TAGS, (self._agent,))}
+            counts = {decode(t): int(n) for t, n in conn.execute(sql.TAGS, params)}
         return dict(sorted(counts.items()))
 
     def categories(self) -> list[str]:
+        params = {"agent": self._agent, "now": now_ms()}
         with self._engine.read() as conn:
-            return sorted(r[0] for r in conn.execute(sql.CATEGORIES, (self._agent,)))
+            return sorted(r[0] for r in conn.execute(sql.CATEGORIES, params))
 
     def list(
         self,
@@ -241,25 +339,39 @@ class PostgresFactStore:
         source: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        metadata: Mapping[str, Any] | None = None,
         limit: int = 20,
         offset: int = 0,
+        layer: str | Sequence[str] | None = None,
+        kind: str | None = None,
+        min_confidence: float | None = None,
     ) -> list[Fact]:
-        filters = make_filters(tags, category, source, since, until)
+        filters = make_filters(tags, category, source, since, until, metadata)
+        item_filters = make_item_filters(layer, kind, min_confidence)
         limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []
-        return self._list(filters, limit=limit, offset=offset)
+        return self._list(filters, item_filters, limit=limit, offset=offset)
 
 
-def _filter_params(filters: Filters) -> dict[str, Any]:
-    """`Filters.params()` in PostgreSQL's terms: escaped text, tags as an array."""
+def _filter_params(filters: Filters, item_filters: ItemFilters) -> dict[str, Any]:
+    """`Filters.params()` and `ItemFilters.params()` in PostgreSQL's terms: escaped text,
+    tags and layers as arrays, the metadata conditions as jsonb (`codec.jsonb_text`), and
+    the clock of the expiry test."""
     params = filters.params()
+    params["now"] = now_ms()
     if filters.tags:
         params["tags"] = [encode(t) for t in filters.tags]
     if filters.source is not None:
         params["source"] = encode(filters.source)
     if filters.metadata:
-        params["meta"] = meta_jsonb(filters.metadata_json)
+        conditions = filters.metadata
+        params["meta"] = jsonb_text({c.key: c.arg for c in conditions if c.op == "eq"})
+        params["mops"] = jsonb_text([list(c) for c in conditions if c.op != "eq"])
+    if not item_filters.empty:
+        params.update(item_filters.params())
+        if item_filters.layers:
+            params["layers"] = list(item_filters.layers)
     return params
 
 

@@ -11,7 +11,11 @@ with any number of processes on any number of machines. Every writer of an agent
 messages first takes the agent's `corpus_stats` row (messages), which keeps the BM25
 statistics exact and orders the locks (statistics, then session), so writers cannot
 deadlock. Compaction moves `archived_seq` only, as in SQLite; the pair-safe rules are
-`sqlmem.rules.window`'s. Search: `sqlmem.postgres.ranking` (mode "any", every message
+`sqlmem.rules.window`'s. 0.2's `pop` deletes the newest active message and leaves
+`last_seq` alone (a seq is never handed out twice), so seqs may have holes: `holes` counts
+those in the active range, keeping `count` one row read; a boundary move over holes
+counts what it archived and takes the holes it passed off, as the SQLite store does
+(`sqlmem.sqlite.history_archive`). Search: `sqlmem.postgres.ranking` (mode "any", every message
 counted in the statistics, the session filter applied before ranking).
 
 Unlike the SQLite store, messages are always indexed: `history_search=False` only makes
@@ -28,6 +32,7 @@ from psycopg import errors as pg
 from ..errors import InvalidArgumentError
 from ..records import Message
 from ..rules.checks import (
+    check_around,
     check_count,
     check_history_search,
     check_message,
@@ -117,7 +122,7 @@ class PostgresHistoryStore:
             except pg.NotNullViolation:
                 raise _exhausted(session_id, count) from None
             assert got is not None
-            last, archived = int(got[0]), int(got[1])
+            last, archived, holes = int(got[0]), int(got[1]), int(got[2])
             first = last - count + 1
             with conn.cursor() as cur:
                 cur.executemany(
@@ -127,8 +132,8 @@ class PostgresHistoryStore:
             tokens = sum(row[8] for row in rows)
             conn.execute(sql.UPDATE_STATS, (count, tokens, self._agent, sql.MESSAGES))
             limit = self._config.max_history_len
-            if limit is not None and last - archived > limit:
-                self._archive(conn, session, archived, last, last - limit, None)
+            if limit is not None and last - archived - holes > limit:
+                self._archive(conn, session, (last, archived, holes), limit, None)
         return list(range(first, last + 1))
 
     def set_summary(self, session_id: str, text: str) -> None:
@@ -153,22 +158,62 @@ class PostgresHistoryStore:
                     now = now_ms()
                     conn.execute(sql.SET_SUMMARY, (self._agent, session, stored, now, now))
                 return 0
-            last, archived = int(state[0]), int(state[1])
-            return self._archive(conn, session, archived, last, last - keep_last, stored)
+            state_values = (int(state[0]), int(state[1]), int(state[2]))
+            return self._archive(conn, session, state_values, keep_last, stored)
 
     def _archive(
-        self, conn: Conn, session: str, archived: int, last: int, wanted: int, summary: str | None
+        self,
+        conn: Conn,
+        session: str,
+        state: tuple[int, int, int],
+        keep: int,
+        summary: str | None,
     ) -> int:
+        """Archive every active message but the newest `keep` (pair-safe), storing
+        `summary` if given, in the caller's transaction; `state` is the session row's
+        (last_seq, archived_seq, holes). Returns how many messages were archived."""
+        agent = self._agent
+        last, archived, holes = state
+        if holes == 0 or keep <= 0:
+            wanted = last - keep
+        else:
+            row = conn.execute(sql.OLDEST_KEPT, (agent, session, archived, keep - 1)).fetchone()
+            wanted = archived if row is None else int(row[0]) - 1  # keep >= active: none
+
         def call_at_or_before(seq: int) -> int | None:
             row = conn.execute(
-                sql.FIRST_NON_TOOL_AT_OR_BEFORE, (self._agent, session, archived, seq)
+                sql.FIRST_NON_TOOL_AT_OR_BEFORE, (agent, session, archived, seq)
             ).fetchone()
             return None if row is None else int(row[0])
 
         new = archive_boundary(archived, last, wanted, call_at_or_before)
+        moved = new - archived
+        if holes and moved:
+            got = conn.execute(sql.COUNT_RANGE, (agent, session, archived, new)).fetchone()
+            moved = int(got[0]) if got else 0
         if new != archived or summary is not None:
-            conn.execute(sql.ARCHIVE, (new, summary, now_ms(), self._agent, session))
-        return new - archived
+            passed = new - archived - moved
+            conn.execute(sql.ARCHIVE, (new, summary, now_ms(), passed, agent, session))
+        return moved
+
+    def pop(self, session_id: str) -> Message | None:
+        """Remove and return the newest active message (None when there is none), in one
+        transaction with its share of the statistics. Its seq is never used again: the
+        session's counter stays, and the hole is counted (`sessions.holes`)."""
+        check_session_id(session_id)
+        params = self._params(session_id, now=now_ms())
+        with self._engine.write() as conn:
+            conn.execute(sql.LOCK_CORPUS, (self._agent, sql.MESSAGES))
+            state = conn.execute(sql.SELECT_SESSION, (self._agent, params["session"])).fetchone()
+            if state is None:
+                return None
+            params["archived"] = int(state[1])
+            row = conn.execute(sql.POP, params).fetchone()
+            if row is None:
+                return None
+            conn.execute(sql.POPPED, params)
+            conn.execute(sql.UPDATE_STATS, (-1, -int(row[-1]), self._agent, sql.MESSAGES))
+        return messages_from_rows(_decoded([row[:-1]]), session_id)[0]
 
     def purge(self, session_id: str) -> None:
         """One transaction: the session's messages, statistics share and row go together."""
@@ -188,7 +233,9 @@ class PostgresHistoryStore:
     def _params(self, session_id: str, **extra: Any) -> dict[str, Any]:
         return {"agent": self._agent, "session": encode(session_id), **extra}
 
-    def get_recent(self, session_id: str, n: int) -> list[Message]:
+    def get_recent(self, session_id: str, n: int, *, pair_safe: bool = True) -> list[Message]:
+        """The last `n` active messages, oldest first; pair-safe (the default), never
+        starting with a tool result whose call lies outside the window."""
         check_session_id(session_id)
         n = check_count(n, "n")
         if n <= 0:
@@ -198,7 +245,31 @@ class PostgresHistoryStore:
                 sql.SELECT_RECENT, self._params(session_id, limit=min(n, _MAX_LIMIT))
             ).fetchall()
         rows.reverse()
-        return drop_leading_tool_results(messages_from_rows(_decoded(rows), session_id))
+        found = messages_from_rows(_decoded(rows), session_id)
+        return drop_leading_tool_results(found) if pair_safe else found
+
+    def around(
+        self, session_id: str, seq: int, *, before: int = 0, after: int = 1
+    ) -> list[Message]:
+        """The message at `seq` with up to `before` messages before it and `after` after
+        it, archived ones included, oldest first; `[]` when the session or that seq (a
+        popped one too) does not exist. One statement, so one snapshot."""
+        check_session_id(session_id)
+        seq, before, after = check_around(seq, before, after)
+        if not 0 < seq <= sql.MAX_SEQ:
+            return []
+        params = self._params(
+            session_id,
+            seq=seq,
+            before=min(before + 1, _MAX_LIMIT),
+            after=min(after, _MAX_LIMIT),
+        )
+        with self._engine.read() as conn:
+            rows = conn.execute(sql.AROUND, params).fetchall()
+        if not any(row[0] == seq for row in rows):
+            return []
+        rows.sort(key=lambda row: int(row[0]))
+        return messages_from_rows(_decoded(rows), session_id)
 
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
         check_session_id(session_id)

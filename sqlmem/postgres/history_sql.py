@@ -8,7 +8,9 @@ from .ranking import bm25_statement
 
 __all__ = [
     "ARCHIVE",
+    "AROUND",
     "COUNT",
+    "COUNT_RANGE",
     "DELETE_MESSAGES",
     "DELETE_SESSION",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
@@ -17,6 +19,9 @@ __all__ = [
     "MAX_SEQ",
     "MESSAGES",
     "MESSAGE_COLUMNS",
+    "OLDEST_KEPT",
+    "POP",
+    "POPPED",
     "RESERVE_SEQS",
     "SEARCH",
     "SEARCH_SESSION",
@@ -49,7 +54,7 @@ ON CONFLICT (agent_id, session_id) DO UPDATE
     SET last_seq = CASE WHEN s.last_seq <= {MAX_SEQ} - excluded.last_seq
                    THEN s.last_seq + excluded.last_seq END,
         updated_at = excluded.updated_at
-RETURNING last_seq, archived_seq
+RETURNING last_seq, archived_seq, holes
 """
 
 INSERT = """
@@ -59,7 +64,7 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)
 """
 
 SELECT_SESSION = """
-SELECT last_seq, archived_seq FROM sessions
+SELECT last_seq, archived_seq, holes FROM sessions
 WHERE agent_id = %s AND session_id = %s FOR UPDATE
 """
 
@@ -82,7 +87,10 @@ SELECT {MESSAGE_COLUMNS} FROM messages AS m
 WHERE m.agent_id = %(agent)s AND m.session_id = %(session)s ORDER BY m.seq
 """
 
-COUNT = "SELECT last_seq - archived_seq FROM sessions WHERE agent_id = %s AND session_id = %s"
+# Popped seqs leave holes (migrations/postgres/0002_items_and_pop.sql): still one row read.
+COUNT = """
+SELECT last_seq - archived_seq - holes FROM sessions WHERE agent_id = %s AND session_id = %s
+"""
 SELECT_SUMMARY = "SELECT summary FROM sessions WHERE agent_id = %s AND session_id = %s"
 SET_SUMMARY = """
 INSERT INTO sessions AS s (agent_id, session_id, summary, created_at, updated_at)
@@ -90,8 +98,14 @@ VALUES (%s, %s, %s, %s, %s)
 ON CONFLICT (agent_id, session_id) DO UPDATE
     SET summary = excluded.summary, updated_at = excluded.updated_at
 """
+# A session is listed while it holds a message (archived ones count) or a summary: a
+# session whose every message was popped is not.
 SESSIONS = """
-SELECT session_id FROM sessions WHERE agent_id = %s AND (last_seq > 0 OR summary != '')
+SELECT s.session_id FROM sessions AS s
+WHERE s.agent_id = %s AND (s.summary != '' OR (s.last_seq > 0 AND (
+    s.last_seq - s.archived_seq > s.holes OR EXISTS (
+        SELECT 1 FROM messages AS m
+        WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id))))
 """
 
 FIRST_NON_TOOL_AT_OR_BEFORE = """
@@ -99,10 +113,52 @@ SELECT seq FROM messages
 WHERE agent_id = %s AND session_id = %s AND seq > %s AND seq <= %s AND role != 'tool'
 ORDER BY seq DESC LIMIT 1
 """
+# The last value: holes (popped seqs) the boundary passed, which no longer count.
 ARCHIVE = """
 UPDATE sessions SET archived_seq = greatest(archived_seq, %s), summary = coalesce(%s, summary),
-                    updated_at = %s
+                    updated_at = %s, holes = holes - %s
 WHERE agent_id = %s AND session_id = %s
+"""
+
+# -- after a pop (0.2): seqs may have holes, so ranges are counted, not subtracted ----------
+
+# The oldest message a compaction keeps: the (%s + 1)-th newest active one.
+OLDEST_KEPT = """
+SELECT seq FROM messages WHERE agent_id = %s AND session_id = %s AND seq > %s
+ORDER BY seq DESC LIMIT 1 OFFSET %s
+"""
+# Messages in (%s, %s]: how many a boundary move archives when the session has holes.
+COUNT_RANGE = """
+SELECT count(*) FROM messages WHERE agent_id = %s AND session_id = %s AND seq > %s AND seq <= %s
+"""
+
+# pop(): the newest active message goes, returned in MESSAGE_COLUMNS' order with its
+# length (for the statistics); then its seq is counted as a hole. last_seq stays, so the
+# next append takes the next number: a seq is never used twice.
+POP = f"""
+DELETE FROM messages AS m
+WHERE m.agent_id = %(agent)s AND m.session_id = %(session)s AND m.seq = (
+    SELECT seq FROM messages
+    WHERE agent_id = %(agent)s AND session_id = %(session)s AND seq > %(archived)s
+    ORDER BY seq DESC LIMIT 1)
+RETURNING {MESSAGE_COLUMNS}, m.doc_len
+"""
+POPPED = """
+UPDATE sessions SET holes = holes + 1, updated_at = %(now)s
+WHERE agent_id = %(agent)s AND session_id = %(session)s
+"""
+
+# around(): the message at %(seq)s and up to %(before)s messages before it, then up to
+# %(after)s after it, archived included; two range scans of the primary key in one
+# statement (one snapshot); the store orders the few rows by seq.
+AROUND = f"""
+(SELECT {MESSAGE_COLUMNS} FROM messages AS m
+ WHERE m.agent_id = %(agent)s AND m.session_id = %(session)s AND m.seq <= %(seq)s
+ ORDER BY m.seq DESC LIMIT %(before)s)
+UNION ALL
+(SELECT {MESSAGE_COLUMNS} FROM messages AS m
+ WHERE m.agent_id = %(agent)s AND m.session_id = %(session)s AND m.seq > %(seq)s
+ ORDER BY m.seq LIMIT %(after)s)
 """
 
 DELETE_MESSAGES = """

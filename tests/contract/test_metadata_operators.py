@@ -49,13 +49,15 @@ VALUES: dict[str, Any] = {
 ALL = [*VALUES, "absent"]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], FactStore]]:
     engines: list[Engine] = []
 
     def make() -> FactStore:
         if request.param == "memory":
             return InMemoryFactStore()
+        if request.param == "postgres":  # a fresh agent of the session's server
+            return request.getfixturevalue("open_pg")().facts  # type: ignore[no-any-return]
         engine = Engine(tmp_path / f"facts-{len(engines)}.db", StoreConfig())
         engines.append(engine)
         return SQLiteFactStore(engine)
