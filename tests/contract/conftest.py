@@ -57,6 +57,7 @@ def history(make_history: MakeHistory) -> HistoryStore:
 MakeDocs = Callable[..., DocumentStore]
 
 
+# No "postgres": PostgreSQL has no document store yet (SPEC 14 there is a later stage).
 @pytest.fixture(params=["sqlite", "memory"])
 def make_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeDocs]:
     """`make_docs(**config)`: a document store of the parametrised kind."""

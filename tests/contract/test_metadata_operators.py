@@ -1,8 +1,8 @@
-"""Metadata operator expressions (SPEC 6, 0.2) on both fact stores, in `search` and `list`.
+"""Metadata operator expressions (SPEC 6, 0.2) on every fact store, in `search` and `list`.
 
 One fact per kind of JSON value under the key "v" (and one without it), so every test can
 say exactly which values an expression selects. The same expectations hold for the SQLite
-store and the in-memory twin.
+store, the in-memory twin and the PostgreSQL store.
 """
 
 from __future__ import annotations

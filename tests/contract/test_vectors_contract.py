@@ -54,6 +54,7 @@ class CountingEmbedder:
 Make = Callable[..., Any]
 
 
+# No "postgres": vectors are refused there (InvalidArgumentError, tests/postgres/test_pg_items.py).
 @pytest.fixture(params=["sqlite", "memory"])
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
     """`make(embedder)`: a fact store with that embedder (a MemoryDB's for SQLite)."""

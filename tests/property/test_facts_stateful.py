@@ -296,15 +296,23 @@ class PostgresFactStoresAgree(FactStoresAgree):
         self.neighbour = _PG["backend"].open(new_agent_id())
         self.sqlite = self.db.facts
         self.memory = InMemoryFactStore()
+        self.ids = set(IDS)
 
     def teardown(self) -> None:
         self.db.close()
         self.neighbour.close()
 
-    @rule(batch=st.lists(facts, max_size=3), gone=st.lists(st.sampled_from(IDS), max_size=2))
-    def neighbour_writes(self, batch: list[Fact], gone: list[str]) -> None:
+    @rule(
+        batch=st.lists(facts, max_size=3),
+        gone=st.lists(st.sampled_from(IDS), max_size=2),
+        fact=remembered,
+    )
+    def neighbour_writes(self, batch: list[Fact], gone: list[str], fact: Fact) -> None:
         self.neighbour.facts.index_many(batch)
         self.neighbour.facts.delete_many(gone)
+        self.neighbour.facts.remember(fact)  # a merge into a neighbour's row would show
+        self.neighbour.facts.promote_eligible(from_layer="episodic", min_hits=1)
+        self.neighbour.facts.expire()
 
     @invariant()
     def index_is_healthy(self) -> None:

@@ -243,15 +243,18 @@ class PostgresHistoryAgreement(HistoryAgreement):
         self.sqlite = self.db.history
         self.memory = InMemoryHistoryStore(self.config)
         self.appended = 0
+        self.high: dict[str, int] = {}
 
     def teardown(self) -> None:
         self.db.close()
         self.neighbour.close()
 
-    @rule(sid=session_ids, message=messages(), purge=st.booleans())
-    def neighbour_writes(self, sid: str, message: Message, purge: bool) -> None:
+    @rule(sid=session_ids, message=messages(), purge=st.booleans(), pop=st.booleans())
+    def neighbour_writes(self, sid: str, message: Message, purge: bool, pop: bool) -> None:
         self.neighbour.history.append(sid, message)
         self.neighbour.history.set_summary(sid, "the neighbour's own summary")
+        if pop:  # its holes and statistics must stay its own
+            self.neighbour.history.pop(sid)
         if purge:
             self.neighbour.history.purge(sid)
 
