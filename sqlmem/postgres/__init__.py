@@ -20,6 +20,7 @@ from typing import Any
 from ..agent_ids import validate_agent_id
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StoreClosedError
+from ..rules.embedder import check_embedder
 from .engine import Engine, Pools
 from .facts import PostgresFactStore
 from .history import PostgresHistoryStore
@@ -68,7 +69,13 @@ class PostgresDB:
     """One agent's memory on PostgreSQL: `.history`, `.facts`, `.config`, `close()`."""
 
     def __init__(
-        self, pools: Pools, agent_id: str, config: StoreConfig | None, *, owns_pools: bool
+        self,
+        pools: Pools,
+        agent_id: str,
+        config: StoreConfig | None,
+        *,
+        owns_pools: bool,
+        embedder: Any = None,
     ) -> None:
         validate_agent_id(agent_id)
         if config is None:
@@ -81,7 +88,7 @@ class PostgresDB:
         self._owns_pools = owns_pools
         self._engine = Engine(pools, agent_id, config)
         self.history = PostgresHistoryStore(self._engine)
-        self.facts = PostgresFactStore(self._engine)
+        self.facts = PostgresFactStore(self._engine, embedder)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -123,14 +130,14 @@ def open(
     """Open `agent_id`'s memory in the PostgreSQL database at `dsn` (migrating it if needed).
 
     The database gets its own small pool (`pool_size`); for many agents in one
-    process, share one `PostgresBackend` instead.
+    process, share one `PostgresBackend` instead. `embedder` (SPEC 17): vectors of every
+    fact written, and search modes "vector" and "hybrid".
     """
-    if embedder is not None:  # vectors come to PostgreSQL in a later stage (issue 21)
-        raise InvalidArgumentError("sqlmem.postgres does not take an embedder yet")
     validate_agent_id(agent_id)
+    check_embedder(embedder)  # refused before anything connects
     pools = Pools(dsn, pool_size)
     try:
-        return PostgresDB(pools, agent_id, config, owns_pools=True)
+        return PostgresDB(pools, agent_id, config, owns_pools=True, embedder=embedder)
     except BaseException:
         pools.close()
         raise

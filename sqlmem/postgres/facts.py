@@ -10,20 +10,21 @@ checks, filters and query words as the SQLite store and the twin (`sqlmem.rules.
 gone for every read (`facts_sql.LIVE`) and still count in the BM25 statistics until
 `expire()` deletes them, as in FTS5 and the twin.
 
-Refused here, with InvalidArgumentError as the twin refuses what it lacks: mode "raw"
-(FTS5 syntax is SQLite's), and vectors (an embedder, modes "vector" and "hybrid",
-`embed_pending`: SPEC 17 on PostgreSQL is a later stage).
+Vectors (SPEC 17, with an embedder): `sqlmem.postgres.vectors`, modes "vector" and
+"hybrid" as on SQLite. Mode "raw" (FTS5 syntax is SQLite's) raises InvalidArgumentError,
+as in the twin.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FactNotFoundError, InvalidArgumentError
-from ..protocols import SearchMode
+from ..protocols import Embedder, SearchMode
 from ..records import Fact
+from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
 from ..rules.filters import (
     FactRow,
@@ -45,34 +46,36 @@ from ..rules.items import (
     promotion,
 )
 from ..rules.rows import facts_from_rows
-from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms
+from ..search.query import MAX_QUERY_TERMS, compiler_for
 from . import facts_sql as sql
 from . import items
-from .codec import decode, encode, jsonb_text
+from .codec import decode, encode
 from .engine import Conn, Engine
-from .items import meta_jsonb, tag_set
-from .ranking import best, lexemes, single_lexemes, tsquery, tsvector
+from .fact_params import decoded, filter_params, rarest, row_params
+from .items import meta_jsonb
+from .ranking import best, lexemes, single_lexemes, tsquery
+
+if TYPE_CHECKING:
+    from .vectors import FactVectors
 
 __all__ = ["PostgresFactStore", "meta_jsonb"]
-
-_NO_VECTORS = (
-    "the PostgreSQL store has no vectors yet (SPEC 17 on PostgreSQL is a later stage): "
-    "modes 'vector' and 'hybrid' and embed_pending need the SQLite store or the twin"
-)
-
-
-def _decoded(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
-    """Rows of FACT_COLUMNS with the escaped text columns decoded."""
-    return [(decode(r[0]), decode(r[1]), decode(r[2]), *r[3:]) for r in rows]
 
 
 class PostgresFactStore:
     """`FactStore` over one agent's rows of a PostgreSQL database; thread-safe."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        """`embedder` (SPEC 17): every fact written gets a vector of its content, and
+        search offers modes "vector" and "hybrid"."""
         self._engine = engine
         self._agent = engine.agent_id
         self._compiler = compiler_for(engine.config.tokenizer)
+        self._vectors: FactVectors | None = None
+        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
+            from ..search.embedding import Embedding
+            from .vectors import FactVectors
+
+            self._vectors = FactVectors(engine, Embedding(embedder))
         with engine.read() as conn:  # one index probe when nothing is missing
             missing = conn.execute(sql.ANY_UNFINGERPRINTED, (self._agent,)).fetchone()
         if missing:
@@ -83,13 +86,22 @@ class PostgresFactStore:
     def __repr__(self) -> str:
         return f"<PostgresFactStore agent={self._agent!r}>"
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder vectors come from (None: BM25 only)."""
+        return self._vectors.embedding.embedder if self._vectors is not None else None
+
     # -- writes -------------------------------------------------------------------------
 
     def index(self, fact: Fact) -> str:
         row = prepare_fact(fact)
         params = [self._params(row)]  # tokenized before the transaction
+        vectors = self._vectors
+        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
             self._upsert(conn, params, now_ms())
+            if prepared:
+                vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
@@ -97,36 +109,18 @@ class PostgresFactStore:
             raise InvalidArgumentError("index_many takes an iterable of Fact")
         rows = [prepare_fact(f) for f in facts]  # all checked first: all or nothing
         if rows:
-            params = [self._params(r) for r in merge_batch(rows)]
+            merged = merge_batch(rows)
+            params = [self._params(r) for r in merged]
+            vectors = self._vectors
+            prepared = vectors.prepare(merged) if vectors is not None else None
             with self._engine.write() as conn:
                 self._upsert(conn, params, now_ms())
+                if prepared:
+                    vectors.write(conn, prepared)  # type: ignore[union-attr]
         return [r.id for r in rows]
 
     def _params(self, row: FactRow) -> dict[str, Any]:
-        tokens = self._compiler.tokens(row.search_text or row.content)
-        return {
-            "agent": self._agent,
-            "id": encode(row.id),
-            "content": encode(row.content),
-            "source": encode(row.source),
-            "category": row.category,
-            "tags": row.tags,
-            "tag_set": tag_set(row.tags),
-            "metadata": row.metadata,
-            "meta": meta_jsonb(row.metadata),
-            "created": row.created_ms,
-            "updated": row.updated_ms,
-            "doc_len": len(tokens),
-            "tsv": tsvector(tokens),
-            "layer": row.layer,
-            "kind": row.kind,
-            "confidence": row.confidence,
-            "salience": row.salience,
-            "refs": row.refs,
-            "expires": row.expires_ms,
-            "fingerprint": row.fingerprint,
-            "hits": row.hits,
-        }
+        return row_params(self._agent, self._compiler, row)
 
     def _upsert(self, conn: Conn, params: list[dict[str, Any]], now: int) -> None:
         """Write rows in the caller's transaction, the agent's corpus row locked first
@@ -146,12 +140,16 @@ class PostgresFactStore:
         """SPEC 12's upsert for memory writers: see `sqlmem.postgres.items`."""
         row = prepare_fact(fact)
         params = [self._params(row)]
+        vectors = self._vectors
+        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
             now = now_ms()
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
             merged = items.remember(conn, self._agent, row, now)
             if merged is None:
                 self._upsert(conn, params, now)
+                if prepared:
+                    vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id if merged is None else merged
 
     def promote(self, fact_id: str, layer: str) -> Fact:
@@ -163,7 +161,7 @@ class PostgresFactStore:
                 conn.execute(sql.PROMOTE, params)
                 rows = conn.execute(sql.SELECT_ONE, params).fetchall()
             if rows:
-                return facts_from_rows(_decoded(rows), ranked=False)[0]
+                return facts_from_rows(decoded(rows), ranked=False)[0]
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
 
     def promote_eligible(
@@ -198,9 +196,22 @@ class PostgresFactStore:
     def embed_pending(
         self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
     ) -> int:
-        """Refused: no vectors on PostgreSQL yet (InvalidArgumentError, as a store opened
-        without an embedder refuses it)."""
-        raise InvalidArgumentError(_NO_VECTORS)
+        """Vectors for the facts that have none (or one of another model): those stored
+        while the embedder failed, or written by another client. Returns how many were
+        added; `progress(done, total)` is called after each batch."""
+        from ..rules.hybrid import check_batch_size
+
+        batch_size = check_batch_size(batch_size)
+        if progress is not None and not callable(progress):
+            raise InvalidArgumentError("progress must be callable or None")
+        return self._require_vectors("embed_pending").embed_pending(batch_size, progress)
+
+    def _require_vectors(self, what: str) -> FactVectors:
+        if self._vectors is None:
+            raise InvalidArgumentError(
+                f"{what} needs an embedder: open the store with embedder=... (SPEC 17)"
+            )
+        return self._vectors
 
     def delete(self, fact_id: str) -> None:
         if not is_fact_id(fact_id) or self._delete([fact_id]) == 0:
@@ -234,7 +245,7 @@ class PostgresFactStore:
         params = {"agent": self._agent, "id": encode(fact_id), "now": now_ms()}
         with self._engine.read() as conn:
             rows = conn.execute(sql.SELECT_ONE, params).fetchall()
-        return facts_from_rows(_decoded(rows), ranked=False)[0] if rows else None
+        return facts_from_rows(decoded(rows), ranked=False)[0] if rows else None
 
     def count(self) -> int:
         with self._engine.read() as conn:
@@ -260,35 +271,46 @@ class PostgresFactStore:
         kind: str | None = None,
         min_confidence: float | None = None,
     ) -> list[Fact]:
+        if mode == "vector" or mode == "hybrid":
+            filter_args = {
+                "tags": tags,
+                "category": category,
+                "source": source,
+                "since": since,
+                "until": until,
+                "metadata": metadata,
+                "layer": layer,
+                "kind": kind,
+                "min_confidence": min_confidence,
+            }
+            return self._semantic(query, top_k, mode, filter_args)
         text = check_query(query, mode)
         if mode == "raw":
             raise InvalidArgumentError(
                 "mode='raw' (FTS5 query syntax) needs the SQLite store; "
-                "the PostgreSQL store supports 'any' and 'all'"
+                "the PostgreSQL store supports 'any', 'all', 'vector' and 'hybrid'"
             )
-        if mode == "vector" or mode == "hybrid":
-            raise InvalidArgumentError(_NO_VECTORS)
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
         item_filters = make_item_filters(layer, kind, min_confidence)
         terms = self._compiler.terms(text)
         if not terms or limit <= 0:
             return []
-        params = _filter_params(filters, item_filters)
+        params = filter_params(filters, item_filters)
         params.update(agent=self._agent, lexemes=lexemes(terms), query=tsquery(terms, " | "))
         key, item_key = filters.key, item_filters.key
         if len(terms) <= MAX_QUERY_TERMS and single_lexemes(terms):  # ranked in the server
             params.update(limit=limit, need=len(terms) if mode == "all" else 1)
             with self._engine.read() as conn:
                 rows = conn.execute(sql.ranked_sql(key, item_key), params).fetchall()
-            return facts_from_rows(_decoded((*r[:-1], -r[-1]) for r in rows), ranked=True)
+            return facts_from_rows(decoded((*r[:-1], -r[-1]) for r in rows), ranked=True)
         with self._engine.snapshot() as conn:
             stats = conn.execute(sql.STATS, (self._agent, sql.FACTS)).fetchone()
             rows = conn.execute(sql.search_sql(key, item_key), params).fetchall()
             if not stats or not rows:
                 return []
             if len(terms) > MAX_QUERY_TERMS:  # the rarest, counted in this snapshot
-                terms = _rarest(terms, rows, "all" if mode == "all" else "any")
+                terms = rarest(terms, rows, "all" if mode == "all" else "any")
             hits = best(rows, terms, int(stats[0]), int(stats[1]), mode == "all", limit)
             if not hits:
                 return []
@@ -297,7 +319,35 @@ class PostgresFactStore:
                 for r in conn.execute(sql.SELECT_BY_PK, (self._agent, [pk for pk, _ in hits]))
             }
         ordered = [(*found[pk], -score) for pk, score in hits if pk in found]
-        return facts_from_rows(_decoded(ordered), ranked=True)
+        return facts_from_rows(decoded(ordered), ranked=True)
+
+    def _semantic(
+        self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
+    ) -> list[Fact]:
+        """Modes "vector" and "hybrid" (SPEC 17), filters before ranking in both legs."""
+        from ..rules.hybrid import check_semantic, fuse  # numpy: only when vectors are used
+        from ..search.vectors import hybrid_leg_size
+
+        text, limit, filters, item_filters = check_semantic(query, top_k, mode, filter_args)
+        vectors = self._require_vectors(f"mode={mode!r}")
+        if limit <= 0 or not text.strip():
+            return []
+        wanted = hybrid_leg_size(limit) if mode == "hybrid" else limit
+        query_vector = vectors.embedding.query(text)  # before any read: no lock held
+        semantic = (
+            vectors.search(
+                query_vector,
+                wanted,
+                (filters.key, item_filters.key),
+                filter_params(filters, item_filters),
+            )
+            if query_vector is not None
+            else []
+        )
+        if mode == "vector":
+            return semantic
+        lexical = self.search(text, wanted, mode="any", **filter_args)
+        return fuse(lexical, semantic, limit)
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
@@ -313,12 +363,12 @@ class PostgresFactStore:
         limit: int = 0,
         offset: int = 0,
     ) -> list[Fact]:
-        params = _filter_params(filters, item_filters)
+        params = filter_params(filters, item_filters)
         params.update(agent=self._agent, limit=limit, offset=offset)
         text = sql.list_sql(filters.key, item_filters.key, oldest_first, limited)
         with self._engine.read() as conn:
             rows = conn.execute(text, params).fetchall()
-        return facts_from_rows(_decoded(rows), ranked=False)
+        return facts_from_rows(decoded(rows), ranked=False)
 
     def tags(self) -> dict[str, int]:
         params = {"agent": self._agent, "now": now_ms()}
@@ -352,33 +402,3 @@ class PostgresFactStore:
         if limit <= 0:
             return []
         return self._list(filters, item_filters, limit=limit, offset=offset)
-
-
-def _filter_params(filters: Filters, item_filters: ItemFilters) -> dict[str, Any]:
-    """`Filters.params()` and `ItemFilters.params()` in PostgreSQL's terms: escaped text,
-    tags and layers as arrays, the metadata conditions as jsonb (`codec.jsonb_text`), and
-    the clock of the expiry test."""
-    params = filters.params()
-    params["now"] = now_ms()
-    if filters.tags:
-        params["tags"] = [encode(t) for t in filters.tags]
-    if filters.source is not None:
-        params["source"] = encode(filters.source)
-    if filters.metadata:
-        conditions = filters.metadata
-        params["meta"] = jsonb_text({c.key: c.arg for c in conditions if c.op == "eq"})
-        params["mops"] = jsonb_text([list(c) for c in conditions if c.op != "eq"])
-    if not item_filters.empty:
-        params.update(item_filters.params())
-        if item_filters.layers:
-            params["layers"] = list(item_filters.layers)
-    return params
-
-
-def _rarest(terms: Sequence[Any], rows: Sequence[Sequence[Any]], mode: Any) -> Any:
-    """`rarest_terms` with each token's row count taken from the candidate rows."""
-    docs: dict[str, int] = {}
-    for row in rows:
-        for token in row[2] or ():
-            docs[token] = docs.get(token, 0) + 1
-    return rarest_terms(terms, docs, mode)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pgserver import new_agent_id
 
 import sqlmem.postgres as sp
+from sqlmem.embedders import HashEmbedder
 from sqlmem.errors import InvalidArgumentError
 from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.postgres.migrations import latest_version, load_migrations
@@ -27,16 +28,13 @@ from sqlmem.rules.identity import fingerprint
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
-def test_vectors_are_refused_with_a_clear_error(open_pg: Any) -> None:
+def test_raw_mode_is_refused_with_a_clear_error(open_pg: Any) -> None:
     facts = open_pg().facts
     facts.index(Fact(id="a", content="tea with milk"))
-    for mode in ("vector", "hybrid"):
-        with pytest.raises(InvalidArgumentError, match="vector"):
-            facts.search("tea", mode=mode)
-    with pytest.raises(InvalidArgumentError, match="embed_pending"):
-        facts.embed_pending()
     with pytest.raises(InvalidArgumentError, match="raw"):
         facts.search("tea", mode="raw")
+    with pytest.raises(InvalidArgumentError, match="embedder"):
+        facts.search("tea", mode="vector")
     assert [f.id for f in facts.search("tea")] == ["a"]  # the store still works
 
 
@@ -217,3 +215,40 @@ def test_metadata_filters_agree_with_the_twin(
             assert [f.id for f in db.facts.search_by_metadata("v", value)] == want_ids
     finally:
         db.close()
+
+
+# -- vectors (SPEC 17): the same cosines and fused ranks as the twin's -----------------------
+
+_WORDS = ["red", "green", "tea", "apple", "car", "sea", "sky", "blue", "fast", "slow"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5), min_size=1, max_size=12
+    ),
+    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=3),
+    top_k=st.integers(1, 8),
+)
+def test_vector_and_hybrid_search_agree_with_the_twin(
+    pg_dsn: str, texts: list[list[str]], query: list[str], top_k: int
+) -> None:
+    embedder = HashEmbedder(16)
+    twin = InMemoryFactStore(embedder=embedder)
+    neighbour = sp.open(pg_dsn, new_agent_id(), embedder=embedder, pool_size=1)
+    with sp.open(pg_dsn, new_agent_id(), embedder=embedder, pool_size=1) as db:
+        for i, words in enumerate(texts):
+            fact = Fact(id=f"f{i}", content=" ".join(words), tags=[words[0]])
+            db.facts.index(fact)
+            twin.index(fact)
+            neighbour.facts.index(fact.model_copy(update={"content": "sky " + fact.content}))
+        q = " ".join(query)
+        for mode in ("vector", "hybrid"):
+            for kwargs in ({}, {"tags": [query[0]]}):
+                a = db.facts.search(q, mode=mode, top_k=top_k, **kwargs)
+                b = twin.search(q, mode=mode, top_k=top_k, **kwargs)
+                assert [f.score for f in a] == pytest.approx([f.score for f in b], abs=1e-6)
+                if mode == "vector":  # equal cosines rank by insertion in both
+                    assert [f.id for f in a] == [f.id for f in b]
+                    assert [f.content for f in a] == [f.content for f in b]
+    neighbour.close()
