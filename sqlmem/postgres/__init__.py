@@ -33,9 +33,12 @@ class PostgresBackend:
 
     `pool_size` bounds the connections this process holds (per distinct busy timeout).
     Nothing connects before the first agent is opened; migrations run then, once.
+    `embedder` (SPEC 17): one embedder for every agent's facts (vectors, modes "vector"
+    and "hybrid").
     """
 
-    def __init__(self, dsn: str, pool_size: int = 10) -> None:
+    def __init__(self, dsn: str, pool_size: int = 10, *, embedder: Any = None) -> None:
+        self._embedder = check_embedder(embedder)
         self._pools = Pools(dsn, pool_size)
 
     def __repr__(self) -> str:
@@ -43,7 +46,7 @@ class PostgresBackend:
 
     def open(self, agent_id: str, config: StoreConfig | None = None) -> PostgresDB:
         """The agent's database (rows of the shared one); close() releases nothing shared."""
-        return PostgresDB(self._pools, agent_id, config, owns_pools=False)
+        return PostgresDB(self._pools, agent_id, config, owns_pools=False, embedder=self._embedder)
 
     @property
     def closed(self) -> bool:

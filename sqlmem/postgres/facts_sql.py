@@ -188,8 +188,10 @@ def list_sql(key: FilterKey, item_key: FilterKey, oldest_first: bool, limited: b
 
 @cache
 def ranked_sql(key: FilterKey, item_key: FilterKey = NO_ITEM_KEY) -> str:
-    """BM25 ranked inside PostgreSQL (`ranking.bm25_statement`), for queries of single lexemes."""
-    return bm25_statement("facts", "f", "f.id", filter_sql(key, item_key), FACT_COLUMNS, FACTS)
+    """BM25 ranked inside PostgreSQL (`ranking.bm25_statement`), for queries of single lexemes.
+    Equal scores in insertion order (pk), as the twin and the Python path rank them: a
+    hybrid search's fused scores depend on that order (ranks, not scores, are fused)."""
+    return bm25_statement("facts", "f", "f.pk", filter_sql(key, item_key), FACT_COLUMNS, FACTS)
 
 
 # -- memory items (sqlmem.postgres.items) ---------------------------------------------------

@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pgserver import new_agent_id
 
 from sqlmem.records import Fact, Message
 
@@ -31,8 +32,10 @@ HOSTILE = [
 
 
 @pytest.fixture
-def trace(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every statement text sent through psycopg while the test runs."""
+def trace(monkeypatch: pytest.MonkeyPatch, pg_backend: Any) -> Iterator[list[str]]:
+    """Every statement text sent through psycopg while the test runs (the migrations, run
+    once per backend, before it: what is counted is the stores' own statements)."""
+    pg_backend.open(new_agent_id()).close()
     seen: list[str] = []
     execute, executemany = psycopg.Cursor.execute, psycopg.Cursor.executemany
 
@@ -77,6 +80,33 @@ def test_hostile_values_are_bound_and_come_back(open_pg: Any, trace: list[str]) 
     assert trace, "the trace saw no statement"
     assert not [q for q in trace if MARK in q]
     assert len(set(trace)) < 40  # constant texts: a few per kind of call
+
+
+def test_hostile_values_in_the_0_2_calls_are_bound(open_pg: Any, trace: list[str]) -> None:
+    """remember, promote, pop, around and the metadata operators, under the same trace."""
+    db, neighbour = open_pg(), open_pg()
+    for i, value in enumerate(HOSTILE):
+        session = f"s{i}{value}"
+        db.history.append_many(session, [Message(role="user", content=value)] * 3)
+        assert [m.content for m in db.history.around(session, 2, before=1)] == [value] * 3
+        popped = db.history.pop(session)
+        assert popped is not None and popped.content == value and popped.seq == 3
+        assert len(db.history.get_recent(session, 5, pair_safe=False)) == 2
+        assert neighbour.history.pop(session) is None
+        fact_id = db.facts.remember(Fact(content=value, tags=[value], metadata={value: i}))
+        assert db.facts.remember(Fact(content=value, references=[value])) == fact_id
+        assert db.facts.promote(fact_id, "procedural").layer == "procedural"
+        for expr in ({"$gte": i}, {"$in": [i, value]}, {"$exists": True, "$ne": value}):
+            found = db.facts.list(metadata={value: expr}, layer="procedural")
+            assert [f.id for f in found] == [fact_id]
+            assert neighbour.facts.list(metadata={value: expr}) == []
+        assert [f.id for f in db.facts.list(metadata={value: {"$lt": value}})] == []
+    oldest_first = [f.id for f in reversed(db.facts.list(limit=100))]
+    assert len(oldest_first) == len(HOSTILE)
+    assert db.facts.promote_eligible(from_layer="procedural", min_hits=2) == oldest_first
+    assert db.facts.expire() == 0 and neighbour.facts.count() == 0
+    assert trace, "the trace saw no statement"
+    assert not [q for q in trace if MARK in q]
 
 
 @settings(max_examples=40, deadline=None)
