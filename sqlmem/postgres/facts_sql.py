@@ -98,21 +98,30 @@ CATEGORIES = (
 
 # -- filters (rules.filters.Filters, rules.items.ItemFilters; the twin's `accepts`) ---------
 #
-# metadata (rules.metadata's compiled conditions, bound as jsonb by `facts.meta_params`):
+# metadata (rules.metadata's compiled conditions, bound as jsonb by `fact_params.filter_params`):
 # the equalities are one object; `@>` narrows through the GIN index, but containment is
 # looser than SPEC's typed equality (1 = 1.0, [1, 2] inside [1, 2, 3]), so each key's
 # value is then compared by jsonb's text form, which is canonical (keys sorted, numbers as
-# written). Floats are written by `facts.jsonb_text` as their exact decimal value with a
+# written). Floats are written by `codec.jsonb_text` as their exact decimal value with a
 # fraction (1e20 -> 100000000000000000000.0), so a float never prints like an integer and
 # numeric comparisons are exact, as Python's int/float comparisons are. The other
 # operators are an array of [key, op, arg]: `in`/`nin` by the same text equality, the
 # orderings numbers with numbers (numeric) and strings with strings (bytes, COLLATE "C":
 # code point order), a missing key holding only for `nin` and `lacks`.
 _HAVE = "(f.meta -> (c.v ->> 0))"
-_ORDER = """(CASE jsonb_typeof(c.v -> 2)
-        WHEN 'string' THEN jsonb_typeof({have}) = 'string'
-            AND ({have} #>> '{{}}') COLLATE "C" {op} (c.v ->> 2) COLLATE "C"
-        ELSE jsonb_typeof({have}) = 'number' AND ({have})::numeric {op} (c.v -> 2)::numeric
+_TEXT_HAVE = f"({_HAVE} #>> '{{}}') COLLATE \"C\""
+_TEXT_ARG = '(c.v ->> 2) COLLATE "C"'
+_NUMBER_HAVE = f"({_HAVE})::numeric"
+_NUMBER_ARG = "(c.v -> 2)::numeric"
+# -1, 0 or 1 as the fact's value is below, equal to or above the argument; NULL when they
+# do not compare (another type, or the key missing): the orderings then never hold.
+_COMPARED = f"""(CASE jsonb_typeof(c.v -> 2)
+        WHEN 'string' THEN CASE WHEN jsonb_typeof({_HAVE}) = 'string' THEN
+            CASE WHEN {_TEXT_HAVE} < {_TEXT_ARG} THEN -1
+                 WHEN {_TEXT_HAVE} > {_TEXT_ARG} THEN 1 ELSE 0 END END
+        ELSE CASE WHEN jsonb_typeof({_HAVE}) = 'number' THEN
+            CASE WHEN {_NUMBER_HAVE} < {_NUMBER_ARG} THEN -1
+                 WHEN {_NUMBER_HAVE} > {_NUMBER_ARG} THEN 1 ELSE 0 END END
     END)"""
 _IN = (
     f"EXISTS (SELECT 1 FROM jsonb_array_elements(c.v -> 2) AS w(x) WHERE {_HAVE}::text = w.x::text)"
@@ -126,10 +135,10 @@ AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(%(mops)s::jsonb) AS c(v)
         WHEN 'nin' THEN NOT {_IN}
         WHEN 'has' THEN f.meta ? (c.v ->> 0)
         WHEN 'lacks' THEN NOT f.meta ? (c.v ->> 0)
-        WHEN 'gt' THEN {_ORDER.format(have=_HAVE, op=">")}
-        WHEN 'gte' THEN {_ORDER.format(have=_HAVE, op=">=")}
-        WHEN 'lt' THEN {_ORDER.format(have=_HAVE, op="<")}
-        WHEN 'lte' THEN {_ORDER.format(have=_HAVE, op="<=")}
+        WHEN 'gt' THEN {_COMPARED} > 0
+        WHEN 'gte' THEN {_COMPARED} >= 0
+        WHEN 'lt' THEN {_COMPARED} < 0
+        WHEN 'lte' THEN {_COMPARED} <= 0
         ELSE false
     END, false))"""
 _FILTERS = (
