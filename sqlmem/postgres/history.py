@@ -12,11 +12,11 @@ messages first takes the agent's `corpus_stats` row (messages), which keeps the 
 statistics exact and orders the locks (statistics, then session), so writers cannot
 deadlock. Compaction moves `archived_seq` only, as in SQLite; the pair-safe rules are
 `sqlmem.rules.window`'s. 0.2's `pop` deletes the newest active message and leaves
-`last_seq` alone (a seq is never handed out twice), so seqs may have holes: `holes` counts
-those in the active range, keeping `count` one row read; a boundary move over holes
-counts what it archived and takes the holes it passed off, as the SQLite store does
-(`sqlmem.sqlite.history_archive`). Search: `sqlmem.postgres.ranking` (mode "any", every message
-counted in the statistics, the session filter applied before ranking).
+`last_seq` alone (a seq is never handed out twice), so seqs may have holes: `holes`
+counts those in the active range, keeping `count` one row read; a boundary move over
+holes counts what it archived and takes the holes it passed off, as the SQLite store
+does. Search: `sqlmem.postgres.ranking` (mode "any", every message counted in the
+statistics, the session filter applied before ranking).
 
 Unlike the SQLite store, messages are always indexed: `history_search=False` only makes
 `search` refuse, as SPEC 5 requires.
