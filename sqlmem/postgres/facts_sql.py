@@ -235,7 +235,9 @@ DELETE FROM facts WHERE agent_id = %(agent)s AND expires_at <= %(now)s RETURNING
 """
 #: Rows stored before migration 0002 (fingerprint ''), filled at open, a batch at a time.
 UNFINGERPRINTED = """
-SELECT pk, content FROM facts WHERE agent_id = %s AND fingerprint = '' LIMIT %s FOR UPDATE
+SELECT pk, content, metadata FROM facts WHERE agent_id = %s AND fingerprint = '' LIMIT %s FOR UPDATE
 """
 ANY_UNFINGERPRINTED = "SELECT 1 FROM facts WHERE agent_id = %s AND fingerprint = '' LIMIT 1"
-SET_FINGERPRINT = "UPDATE facts SET fingerprint = %s WHERE agent_id = %s AND pk = %s"
+SET_FINGERPRINT = (
+    "UPDATE facts SET fingerprint = %s, meta = %s::jsonb WHERE agent_id = %s AND pk = %s"
+)

@@ -81,7 +81,9 @@ def meta_jsonb(metadata_json: str) -> str:
 def fill_fingerprints(conn: Conn, agent: str) -> None:
     """Open hook: the fingerprint of each of the agent's facts stored without one (rows
     written before migration 0002, or by another client), in the caller's transaction.
-    SQL cannot NFKC-normalise and casefold as Python does, so the migration left ''."""
+    SQL cannot NFKC-normalise and casefold as Python does, so the migration left ''.
+    Their `meta` is rewritten too: version 1 wrote floats and NUL-holding strings in
+    another jsonb form than `codec.jsonb_text`, which the 0.2 operators compare."""
     while True:
         rows = conn.execute(sql.UNFINGERPRINTED, (agent, FINGERPRINT_BATCH)).fetchall()
         if not rows:
@@ -89,5 +91,8 @@ def fill_fingerprints(conn: Conn, agent: str) -> None:
         with conn.cursor() as cur:
             cur.executemany(
                 sql.SET_FINGERPRINT,
-                [(fingerprint(decode(content)), agent, pk) for pk, content in rows],
+                [
+                    (fingerprint(decode(content)), meta_jsonb(metadata), agent, pk)
+                    for pk, content, metadata in rows
+                ],
             )

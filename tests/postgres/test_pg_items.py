@@ -55,8 +55,9 @@ def fresh_db(pg_dsn: str) -> Iterator[str]:
 _V1_ROWS = """
 INSERT INTO facts (agent_id, id, content, source, category, tags, tag_set, metadata, meta,
                    created_at, updated_at, doc_len, tsv)
-VALUES ('old', 'f1', 'The user likes tea.', '', '', '["drink"]', '{drink}', '{"n":1}',
-        '{"n":1}', 1000, 1000, 4, $$'the':1 'user':2 'like':3 'tea':4$$);
+VALUES ('old', 'f1', 'The user likes tea.', '', '', '["drink"]', '{drink}',
+        '{"n":1,"f":1e+20,"s":"a\\u0000"}', '{"n":1,"f":1e+20,"s":"\\ue000a\\\\0"}',
+        1000, 1000, 4, $$'the':1 'user':2 'like':3 'tea':4$$);
 INSERT INTO corpus_stats (agent_id, corpus, docs, tokens) VALUES ('old', 1, 1, 4), ('old', 2, 2, 2);
 INSERT INTO sessions (agent_id, session_id, last_seq, created_at, updated_at)
 VALUES ('old', 's', 2, 1000, 1000);
@@ -90,6 +91,10 @@ def test_a_version_1_database_upgrades_and_keeps_its_rows(fresh_db: str) -> None
         merged = db.facts.get("f1")
         assert merged is not None and merged.hits == 2 and merged.tags == ["drink", "x"]
         assert [f.id for f in db.facts.list(metadata={"n": {"$gte": 1}})] == ["f1"]
+        # version 1's jsonb forms (1e+20 read as an integer, NUL escaped by `encode`)
+        # were rewritten at the first open: the typed operators see a float and "a\0"
+        assert [f.id for f in db.facts.list(metadata={"f": 1e20, "s": {"$lt": "a\x01"}})] == ["f1"]
+        assert db.facts.list(metadata={"f": 10**20}) == []
         assert db.history.count("s") == 2
         popped = db.history.pop("s")
         assert popped is not None and popped.content == "hi"
