@@ -27,7 +27,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 import apsw
 
@@ -60,6 +60,13 @@ _log = logging.getLogger("sqlmem")
 #: Slots of scopes are keyed "scope:<id>": an agent id never contains ':', so the two kinds
 #: of key never meet, and scopes share the slots' laziness, bound and life cycle.
 _SCOPE_KEY = "scope:"
+
+
+class Backend(Protocol):
+    """Where agents live when not in files of their own: `sqlmem.postgres.PostgresBackend`
+    (SPEC 19), whose databases are an agent's rows of one shared database."""
+
+    def open(self, agent_id: str, config: StoreConfig) -> Any: ...
 
 
 def _open_db(path: Path, config: StoreConfig, **options: Any) -> MemoryDB:
@@ -101,9 +108,15 @@ class MemoryFactory:
         default: AgentMemoryConfig | None = None,
         max_open: int = 128,
         embedder: Embedder | None = None,
+        backend: Backend | None = None,
     ) -> None:
         """`embedder` (SPEC 17): one embedder for every agent's and scope's facts."""
         self._embedder = check_embedder(embedder)
+        if embedder is not None and backend is not None:
+            raise InvalidArgumentError(
+                "give the embedder to the backend (PostgresBackend(dsn, embedder=...)), "
+                "which opens the agents' databases, not to the factory"
+            )
         if isinstance(max_open, bool) or not isinstance(max_open, int) or max_open < 1:
             raise InvalidArgumentError(f"max_open must be an int >= 1, got {max_open!r}")
         if default is None:
@@ -114,6 +127,9 @@ class MemoryFactory:
         self._default = default
         self._agents = check_agents(agents)
         self._max_open = max_open
+        # With a backend, agents resolve to its databases: no folder, no file, no LRU bound
+        # (its connections are pooled and bounded by the backend itself).
+        self._backend = backend
         self._lock = threading.Lock()  # guards _slots, _paths, _agents, _live, _closed
         self._evicting = threading.Lock()  # one eviction pass at a time
         self._slots: dict[str, _Slot] = {}
@@ -138,6 +154,11 @@ class MemoryFactory:
         (InvalidArgumentError without one).
         """
         validate_agent_id(scope_id, "scope_id")
+        if self._backend is not None:
+            raise InvalidArgumentError(
+                "resolve_scope is not available with a backend yet: open the shared "
+                "memory as an agent id of its own"
+            )
         if self._data_dir is None:
             raise InvalidArgumentError("resolve_scope needs the factory's data_dir")
         db = self._resolve(_SCOPE_KEY + scope_id)
@@ -163,7 +184,8 @@ class MemoryFactory:
                         return None
             db = self._open_slot(agent_id, slot)
             if db is not None:
-                self._enforce_bound(keep=db.engine)
+                if self._backend is None:
+                    self._enforce_bound(keep=db.engine)
                 return db
             # Another thread opened it, or reload()/close() replaced the slot: look again.
 
@@ -199,6 +221,9 @@ class MemoryFactory:
                 if slot.db is not None or self._slots.get(agent_id) is not slot:
                     return None
             try:
+                if self._backend is not None:
+                    db = self._backend.open(agent_id, slot.config.store)
+                    return self._keep_backend_db(agent_id, slot, db)
                 if slot.config.data_dir is None and self._data_dir is not None:
                     _refuse_links_below(self._data_dir, slot.path)
                 options = {} if self._embedder is None else {"embedder": self._embedder}
@@ -222,12 +247,25 @@ class MemoryFactory:
                 return None
             return db
 
+    def _keep_backend_db(self, agent_id: str, slot: _Slot, db: Any) -> MemoryDB | None:
+        """`_open_slot`'s ending for a backend's database (slot lock held). It is not a
+        `MemoryDB` but has what agents use of one: `.history`, `.facts`, `.config`,
+        `close()`, `closed`."""
+        with self._lock:
+            current = not self._closed and self._slots.get(agent_id) is slot
+            if current:
+                slot.db = db
+        if not current:  # closed or reloaded while we were opening
+            db.close()
+            return None
+        return db  # type: ignore[no-any-return]
+
     def _forget(self, agent_id: str, slot: _Slot) -> None:
         """Drop a slot if it is still the agent's (factory lock held)."""
         if self._slots.get(agent_id) is slot:
             del self._slots[agent_id]
             del self._paths[slot.path]
-        if slot.db is not None:
+        if slot.db is not None and self._backend is None:
             self._live.discard(slot.db.engine)
 
     # -- configuration ------------------------------------------------------------------
@@ -249,6 +287,8 @@ class MemoryFactory:
             config = found
         if not config.enabled:
             return None
+        if self._backend is not None:  # a name in the bookkeeping, never a file
+            return config, Path("<backend>", agent_id)
         if config.data_dir is not None:
             folder = absolute_folder(config.data_dir, "data_dir")
         elif self._data_dir is not None:

@@ -22,10 +22,11 @@ package that imports it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["K1", "MIN_IDF", "B", "occurrences", "scores"]
+__all__ = ["K1", "MIN_IDF", "B", "occurrences", "scores", "weigh"]
 
 K1 = 1.2
 B = 0.75
@@ -79,12 +80,27 @@ def scores(
         chosen = [i for i in chosen if keep(i)]
     if not chosen:
         return []
-    n_t = present.sum(axis=0)
+    dl = np.array(lengths, dtype=np.float64)
+    total = weigh(tf[chosen], dl[chosen], present.sum(axis=0), n_docs, dl.sum() / n_docs)
+    return list(zip(chosen, total, strict=True))
+
+
+def weigh(
+    tf: np.ndarray[Any, Any] | Sequence[Sequence[int]],
+    lengths: np.ndarray[Any, Any] | Sequence[int],
+    doc_freqs: np.ndarray[Any, Any] | Sequence[int],
+    n_docs: int,
+    avgdl: float,
+) -> list[float]:
+    """BM25 of the given rows (`tf[i][j]`: occurrences of term j in row i, `lengths[i]` its
+    token count) when the statistics come from elsewhere: `doc_freqs[j]` rows of `n_docs`
+    hold term j, `avgdl` the mean row length. `scores` counts them from every row; the
+    PostgreSQL store keeps them in the database."""
+    n_t = np.asarray(doc_freqs, dtype=np.float64)
     idf = np.log((n_docs - n_t + 0.5) / (n_t + 0.5))
     idf[idf <= 0] = MIN_IDF
-    dl = np.array(lengths, dtype=np.float64)
-    avgdl = dl.sum() / n_docs
-    sub = tf[chosen]
-    den = sub + K1 * (1 - B + B * dl[chosen][:, None] / avgdl)
-    total = (idf * (sub * (K1 + 1) / den)).sum(axis=1)
-    return list(zip(chosen, total.tolist(), strict=True))
+    sub = np.asarray(tf, dtype=np.float64)
+    dl = np.asarray(lengths, dtype=np.float64)
+    den = sub + K1 * (1 - B + B * dl[:, None] / avgdl)
+    total: list[float] = (idf * (sub * (K1 + 1) / den)).sum(axis=1).tolist()
+    return total

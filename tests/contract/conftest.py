@@ -1,7 +1,8 @@
 """Fixtures of the contract suites: one behaviour suite, every implementation.
 
 `make_history(**config)` builds a history store of the parametrised kind ("sqlite" over a
-fresh file in tmp_path, or "memory"); SQLite engines are closed when the test ends.
+fresh file in tmp_path, "memory", or "postgres": a fresh agent of the session's throwaway
+server); SQLite engines are closed when the test ends.
 `make_facts(**config)` does the same for fact stores.
 """
 
@@ -27,7 +28,7 @@ MakeHistory = Callable[..., HistoryStore]
 MakeFacts = Callable[..., FactStore]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def make_history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeHistory]:
     engines: list[Engine] = []
 
@@ -35,6 +36,8 @@ def make_history(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mak
         cfg = StoreConfig(**config)
         if request.param == "memory":
             return InMemoryHistoryStore(cfg)
+        if request.param == "postgres":  # a fresh agent of the session's server
+            return request.getfixturevalue("open_pg")(**config).history  # type: ignore[no-any-return]
         engine = Engine(
             tmp_path / f"history-{len(engines)}.db", cfg, hooks=(index_unsearchable_messages,)
         )
@@ -54,6 +57,7 @@ def history(make_history: MakeHistory) -> HistoryStore:
 MakeDocs = Callable[..., DocumentStore]
 
 
+# No "postgres": PostgreSQL has no document store yet (SPEC 14 there is a later stage).
 @pytest.fixture(params=["sqlite", "memory"])
 def make_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeDocs]:
     """`make_docs(**config)`: a document store of the parametrised kind."""
@@ -77,7 +81,7 @@ def docs(make_docs: MakeDocs) -> DocumentStore:
     return make_docs()
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def make_facts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeFacts]:
     engines: list[Engine] = []
 
@@ -85,6 +89,8 @@ def make_facts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeF
         cfg = StoreConfig(**config)
         if request.param == "memory":
             return InMemoryFactStore(cfg)
+        if request.param == "postgres":  # a fresh agent of the session's server
+            return request.getfixturevalue("open_pg")(**config).facts  # type: ignore[no-any-return]
         engine = Engine(tmp_path / f"facts-{len(engines)}.db", cfg, hooks=(fill_fingerprints,))
         engines.append(engine)
         return SQLiteFactStore(engine)

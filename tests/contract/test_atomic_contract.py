@@ -22,6 +22,7 @@ import sqlmem.memory
 from sqlmem import Fact, Message
 
 
+# No "postgres": atomic() (SPEC 20) is MemoryDB's and the twins'; PostgresDB has none yet.
 @pytest.fixture(params=["sqlite", "memory"])
 def mdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":

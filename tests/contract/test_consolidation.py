@@ -28,6 +28,7 @@ from sqlmem import (
 T0 = datetime(2026, 3, 4, 9, 30, tzinfo=timezone.utc)
 
 
+# No "postgres": consolidation needs the document store, which PostgreSQL does not have yet.
 @pytest.fixture(params=["sqlite", "memory"])
 def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     db: Any = (

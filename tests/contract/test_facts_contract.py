@@ -29,18 +29,22 @@ from sqlmem.sqlite.facts import SQLiteFactStore
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
-def make_store(kind: str, tmp_path: Path) -> Iterator[Callable[[], FactStore]]:
+def make_store(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[Callable[[], FactStore]]:
     engines: list[Engine] = []
 
     def make() -> FactStore:
         if kind == "memory":
             return InMemoryFactStore()
+        if kind == "postgres":  # a fresh agent of the session's server
+            return request.getfixturevalue("open_pg")().facts  # type: ignore[no-any-return]
         engine = Engine(tmp_path / f"facts-{len(engines)}.db", StoreConfig())
         engines.append(engine)
         return SQLiteFactStore(engine)
@@ -472,7 +476,7 @@ def test_threads(store: FactStore) -> None:
 
 def test_raw_mode(store: FactStore, kind: str) -> None:
     store.index_many([Fact(id="a", content="dark lighting"), Fact(id="b", content="dark matter")])
-    if kind == "memory":
+    if kind in ("memory", "postgres"):  # FTS5 syntax is SQLite's own
         with pytest.raises(InvalidArgumentError):
             store.search("dark", mode="raw")
         return

@@ -1,6 +1,7 @@
 """Memory items (SPEC 12) on every FactStore: the new fields, remember's merge, promotion,
-expiry, and the layer / kind / min_confidence filters. One suite, both implementations
-(`make_facts` of conftest.py: a fresh SQLite file, or the in-memory twin)."""
+expiry, and the layer / kind / min_confidence filters. One suite, every implementation
+(`make_facts` of conftest.py: a fresh SQLite file, the in-memory twin, or a fresh
+PostgreSQL agent)."""
 
 from __future__ import annotations
 
@@ -459,8 +460,9 @@ with sqlmem.open(sys.argv[1], sqlmem.StoreConfig(busy_timeout_ms=30_000)) as db:
 
 
 def test_two_processes_remembering_one_text_leave_one_fact(tmp_path: Path) -> None:
-    """SQLite only (the twin lives in one process): the lookup runs inside the write
-    transaction, so two processes never both insert."""
+    """SQLite here (the twin lives in one process; PostgreSQL's is in
+    tests/postgres/test_pg_items.py): the lookup runs inside the write transaction, so two
+    processes never both insert."""
     path = tmp_path / "memory.db"
     sqlmem.open(path).close()
     start = time.time() + 1.0

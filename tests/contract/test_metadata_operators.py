@@ -1,8 +1,8 @@
-"""Metadata operator expressions (SPEC 6, 0.2) on both fact stores, in `search` and `list`.
+"""Metadata operator expressions (SPEC 6, 0.2) on every fact store, in `search` and `list`.
 
 One fact per kind of JSON value under the key "v" (and one without it), so every test can
 say exactly which values an expression selects. The same expectations hold for the SQLite
-store and the in-memory twin.
+store, the in-memory twin and the PostgreSQL store.
 """
 
 from __future__ import annotations
@@ -49,13 +49,15 @@ VALUES: dict[str, Any] = {
 ALL = [*VALUES, "absent"]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], FactStore]]:
     engines: list[Engine] = []
 
     def make() -> FactStore:
         if request.param == "memory":
             return InMemoryFactStore()
+        if request.param == "postgres":  # a fresh agent of the session's server
+            return request.getfixturevalue("open_pg")().facts  # type: ignore[no-any-return]
         engine = Engine(tmp_path / f"facts-{len(engines)}.db", StoreConfig())
         engines.append(engine)
         return SQLiteFactStore(engine)

@@ -20,13 +20,15 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 MakeFacts = Callable[[], FactStore]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def make_facts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeFacts]:
     opened: list[sqlmem.MemoryDB] = []
 
     def make() -> FactStore:
         if request.param == "memory":
             return sqlmem.InMemoryFactStore()
+        if request.param == "postgres":  # a fresh agent of the session's server
+            return request.getfixturevalue("open_pg")().facts  # type: ignore[no-any-return]
         db = sqlmem.open(tmp_path / f"m{len(opened)}.db")
         opened.append(db)
         return db.facts

@@ -54,14 +54,24 @@ class CountingEmbedder:
 Make = Callable[..., Any]
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
-    """`make(embedder)`: a fact store with that embedder (a MemoryDB's for SQLite)."""
-    opened: list[sqlmem.MemoryDB] = []
+    """`make(embedder)`: a fact store with that embedder (a MemoryDB's for SQLite, a
+    fresh agent of the session's server for PostgreSQL)."""
+    opened: list[Any] = []
 
     def build(embedder: Any = None) -> Any:
         if request.param == "memory":
             return sqlmem.InMemoryFactStore(embedder=embedder)
+        if request.param == "postgres":
+            from pgserver import new_agent_id
+
+            from sqlmem import postgres
+
+            dsn = request.getfixturevalue("pg_dsn")
+            pg = postgres.open(dsn, new_agent_id(), embedder=embedder, pool_size=2)
+            opened.append(pg)
+            return pg.facts
         db = sqlmem.open(tmp_path / f"m{len(opened)}.db", embedder=embedder)
         opened.append(db)
         return db.facts

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
 from sqlmem.errors import FactNotFoundError
@@ -270,3 +271,66 @@ class FactStoresAgree(RuleBasedStateMachine):
 
 FactStoresAgree.TestCase.settings = settings(max_examples=80, stateful_step_count=25, deadline=None)
 test_fact_stores_agree = pytest.mark.filterwarnings("error")(FactStoresAgree.TestCase)
+
+
+# -- PostgreSQL (issue 21): the same steps, the PostgreSQL store against the twin ------------
+#
+# Scores must agree to 1e-9 with the twin's (so with FTS5's -bm25()): the statistics kept in
+# corpus_stats and the frequencies read from the tsvector must be exact. A neighbour agent
+# indexes and deletes the same ids between steps: a leak across agents would show in
+# counts, tags, gets and scores.
+
+_PG: dict[str, Any] = {}
+
+
+@pytest.fixture(autouse=True)
+def _pg_backend(request: pytest.FixtureRequest) -> None:
+    if "postgres" in request.node.nodeid.lower():
+        _PG["backend"] = request.getfixturevalue("pg_backend")
+
+
+class PostgresFactStoresAgree(FactStoresAgree):
+    def __init__(self) -> None:  # the PostgreSQL store takes the SQLite store's place
+        RuleBasedStateMachine.__init__(self)
+        self.db = _PG["backend"].open(new_agent_id())
+        self.neighbour = _PG["backend"].open(new_agent_id())
+        self.sqlite = self.db.facts
+        self.memory = InMemoryFactStore()
+        self.ids = set(IDS)
+
+    def teardown(self) -> None:
+        self.db.close()
+        self.neighbour.close()
+
+    @rule(
+        batch=st.lists(facts, max_size=3),
+        gone=st.lists(st.sampled_from(IDS), max_size=2),
+        fact=remembered,
+    )
+    def neighbour_writes(self, batch: list[Fact], gone: list[str], fact: Fact) -> None:
+        self.neighbour.facts.index_many(batch)
+        self.neighbour.facts.delete_many(gone)
+        self.neighbour.facts.remember(fact)  # a merge into a neighbour's row would show
+        self.neighbour.facts.promote_eligible(from_layer="episodic", min_hits=1)
+        self.neighbour.facts.expire()
+
+    @invariant()
+    def index_is_healthy(self) -> None:
+        """corpus_stats holds exactly the agent's row and token counts."""
+        store = self.sqlite
+        with store._engine.read() as conn:  # type: ignore[attr-defined]
+            kept = conn.execute(
+                "SELECT docs, tokens FROM corpus_stats WHERE agent_id = %s AND corpus = 1",
+                (self.db.agent_id,),
+            ).fetchone()
+            real = conn.execute(
+                "SELECT count(*), coalesce(sum(doc_len), 0) FROM facts WHERE agent_id = %s",
+                (self.db.agent_id,),
+            ).fetchone()
+        assert tuple(kept or (0, 0)) == tuple(real)
+
+
+PostgresFactStoresAgree.TestCase.settings = settings(
+    max_examples=30, stateful_step_count=20, deadline=None
+)
+test_postgres_fact_stores_agree = PostgresFactStoresAgree.TestCase

@@ -13,9 +13,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
 from sqlmem.memory.history import InMemoryHistoryStore
@@ -216,3 +218,67 @@ TestHistoryAgreement = HistoryAgreement.TestCase
 TestHistoryAgreement.settings = _settings
 TestHistoryAgreementWithLimit = HistoryAgreementWithLimit.TestCase
 TestHistoryAgreementWithLimit.settings = _settings
+
+
+# -- PostgreSQL (issue 21): the same steps, the PostgreSQL store against the twin ------------
+#
+# A neighbour agent of the same database writes to the same session ids between steps: if
+# one of its rows ever leaked into the agent under test (a statement missing its agent_id),
+# the counts, windows, sessions or search statistics would stop agreeing with the twin.
+
+_PG: dict[str, Any] = {}
+
+
+@pytest.fixture(autouse=True)
+def _pg_backend(request: pytest.FixtureRequest) -> None:
+    if "postgres" in request.node.nodeid.lower():
+        _PG["backend"] = request.getfixturevalue("pg_backend")
+
+
+class PostgresHistoryAgreement(HistoryAgreement):
+    def __init__(self) -> None:  # the PostgreSQL store takes the SQLite store's place
+        RuleBasedStateMachine.__init__(self)
+        self.db = _PG["backend"].open(new_agent_id(), self.config)
+        self.neighbour = _PG["backend"].open(new_agent_id(), self.config)
+        self.sqlite = self.db.history
+        self.memory = InMemoryHistoryStore(self.config)
+        self.appended = 0
+        self.high: dict[str, int] = {}
+
+    def teardown(self) -> None:
+        self.db.close()
+        self.neighbour.close()
+
+    @rule(sid=session_ids, message=messages(), purge=st.booleans(), pop=st.booleans())
+    def neighbour_writes(self, sid: str, message: Message, purge: bool, pop: bool) -> None:
+        self.neighbour.history.append(sid, message)
+        self.neighbour.history.set_summary(sid, "the neighbour's own summary")
+        if pop:  # its holes and statistics must stay its own
+            self.neighbour.history.pop(sid)
+        if purge:
+            self.neighbour.history.purge(sid)
+
+    @invariant()
+    def statistics_are_exact(self) -> None:
+        """corpus_stats holds exactly the agent's message and token counts (BM25's N, avgdl)."""
+        with self.db._engine.read() as conn:
+            kept = conn.execute(
+                "SELECT docs, tokens FROM corpus_stats WHERE agent_id = %s AND corpus = 2",
+                (self.db.agent_id,),
+            ).fetchone()
+            real = conn.execute(
+                "SELECT count(*), coalesce(sum(doc_len), 0) FROM messages WHERE agent_id = %s",
+                (self.db.agent_id,),
+            ).fetchone()
+        assert tuple(kept or (0, 0)) == tuple(real)
+
+
+class PostgresHistoryAgreementWithLimit(PostgresHistoryAgreement):
+    config = StoreConfig(max_history_len=3)
+
+
+_pg_settings = settings(max_examples=25, stateful_step_count=20, deadline=None)
+TestPostgresHistoryAgreement = PostgresHistoryAgreement.TestCase
+TestPostgresHistoryAgreement.settings = _pg_settings
+TestPostgresHistoryAgreementWithLimit = PostgresHistoryAgreementWithLimit.TestCase
+TestPostgresHistoryAgreementWithLimit.settings = _pg_settings

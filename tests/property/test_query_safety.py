@@ -1,15 +1,18 @@
 """Any text is a valid query (SPEC 6): in modes "any" and "all" search never raises, on
-either store; in raw mode the only possible error is InvalidQueryError (FTS5's, or the
-refusal of more than MAX_QUERY_TERMS words)."""
+every store (SQLite, the twin, PostgreSQL) and they find the same facts; in raw mode the
+only possible error is InvalidQueryError (FTS5's, or the refusal of more than
+MAX_QUERY_TERMS words)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
 from sqlmem.errors import InvalidQueryError
@@ -65,21 +68,23 @@ OFFENDERS = [
 
 
 @pytest.fixture(scope="module")
-def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[FactStore]]:
+def stores(tmp_path_factory: pytest.TempPathFactory, pg_backend: Any) -> Iterator[list[FactStore]]:
     engine = Engine(Path(tmp_path_factory.mktemp("safety")) / "facts.db", StoreConfig())
     sqlite_store = SQLiteFactStore(engine)
     memory_store = InMemoryFactStore()
+    pg_db = pg_backend.open(new_agent_id())  # the PostgreSQL store (issue 21)
     facts = [Fact(id=f"f{i}", content=text) for i, text in enumerate(CORPUS)]
-    for store in (sqlite_store, memory_store):
+    for store in (sqlite_store, memory_store, pg_db.facts):
         store.index_many(facts)
-    yield [sqlite_store, memory_store]
+    yield [sqlite_store, memory_store, pg_db.facts]
     engine.close()
+    pg_db.close()
 
 
 def assert_safe(stores: list[FactStore], query: str) -> None:
     for mode in ("any", "all"):
         found = [{f.id for f in store.search(query, top_k=50, mode=mode)} for store in stores]
-        assert found[0] == found[1], (query, mode)
+        assert all(other == found[0] for other in found[1:]), (query, mode)
     try:
         stores[0].search(query, mode="raw")
     except InvalidQueryError as exc:

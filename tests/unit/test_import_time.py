@@ -85,3 +85,16 @@ def test_cli_help_and_version_load_no_pydantic(tmp_path: Path) -> None:
         loaded = _loaded_after(code, tmp_path)
         assert "pydantic" not in loaded, argv
         assert "numpy" not in loaded, argv
+
+
+def test_import_sqlmem_never_loads_the_postgres_extra(tmp_path: Path) -> None:
+    """The `postgres` extra is optional: psycopg loads only with `sqlmem.postgres`."""
+    code = (
+        "import sqlmem\n"
+        f"with sqlmem.open({str(tmp_path / 'memory.db')!r}) as db:\n"
+        "    db.facts.index(sqlmem.Fact(content='x'))\n"
+        "from sqlmem.factory import MemoryFactory\n"
+    )
+    loaded = _loaded_after(code, tmp_path)
+    assert not {m for m in loaded if m.startswith(("psycopg", "sqlmem.postgres"))}
+    assert {"psycopg", "psycopg_pool"} <= _loaded_after("import sqlmem.postgres", tmp_path)

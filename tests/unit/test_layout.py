@@ -25,7 +25,7 @@ SHARED = {
     "rules",
     "embedders",
 }
-BACKENDS = {"sqlite", "memory"}
+BACKENDS = {"sqlite", "memory", "postgres"}
 LAYERS = {"context", "cli", "factory", "aio", "tools", "adapters"}
 
 

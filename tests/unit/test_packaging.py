@@ -37,9 +37,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_lists_every_migration(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = sorted(Path(n).name for n in names if n.startswith("sqlmem/_migrations/"))
+    shipped = sorted(
+        Path(n).name
+        for n in names
+        if n.startswith("sqlmem/_migrations/") and "/postgres/" not in n  # PostgreSQL's below
+    )
     expected = sorted(p.name for p in (ROOT / "migrations").glob("*.sql"))
     assert shipped == expected and expected
+    postgres = sorted(Path(n).name for n in names if n.startswith("sqlmem/_migrations/postgres/"))
+    assert postgres == sorted(p.name for p in (ROOT / "migrations" / "postgres").glob("*.sql"))
+    assert postgres
     assert "sqlmem/py.typed" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "sqlmem = sqlmem.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -1,0 +1,146 @@
+"""sqlmem on PostgreSQL (SPEC 19): the same stores for agents shared by many servers.
+
+    import sqlmem.postgres
+    with sqlmem.postgres.open("postgresql://app@db/sqlmem", "support-bot") as db:
+        db.history.append("chat:1", sqlmem.Message(role="user", content="hello"))
+
+    factory = MemoryFactory(None, backend=PostgresBackend("postgresql://...", pool_size=10))
+
+Every agent is rows of one shared database, every table keyed by `agent_id` first, every
+statement naming one agent (Citus-ready: distribute by agent_id). Needs the `postgres`
+extra (psycopg 3, psycopg-pool); `import sqlmem` never imports this package.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Any
+
+from ..agent_ids import validate_agent_id
+from ..config import StoreConfig
+from ..errors import InvalidArgumentError, StoreClosedError
+from ..rules.embedder import check_embedder
+from .engine import Engine, Pools
+from .facts import PostgresFactStore
+from .history import PostgresHistoryStore
+
+__all__ = ["PostgresBackend", "PostgresDB", "PostgresFactStore", "PostgresHistoryStore", "open"]
+
+
+class PostgresBackend:
+    """One PostgreSQL database shared by every agent of a `MemoryFactory`.
+
+    `pool_size` bounds the connections this process holds (per distinct busy timeout).
+    Nothing connects before the first agent is opened; migrations run then, once.
+    `embedder` (SPEC 17): one embedder for every agent's facts (vectors, modes "vector"
+    and "hybrid").
+    """
+
+    def __init__(self, dsn: str, pool_size: int = 10, *, embedder: Any = None) -> None:
+        self._embedder = check_embedder(embedder)
+        self._pools = Pools(dsn, pool_size)
+
+    def __repr__(self) -> str:
+        return f"<PostgresBackend pool_size={self._pools.pool_size}>"
+
+    def open(self, agent_id: str, config: StoreConfig | None = None) -> PostgresDB:
+        """The agent's database (rows of the shared one); close() releases nothing shared."""
+        return PostgresDB(self._pools, agent_id, config, owns_pools=False, embedder=self._embedder)
+
+    @property
+    def closed(self) -> bool:
+        return self._pools.closed
+
+    def close(self) -> None:
+        """Close the pools: every database opened through this backend stops working."""
+        self._pools.close()
+
+    def __enter__(self) -> PostgresBackend:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class PostgresDB:
+    """One agent's memory on PostgreSQL: `.history`, `.facts`, `.config`, `close()`."""
+
+    def __init__(
+        self,
+        pools: Pools,
+        agent_id: str,
+        config: StoreConfig | None,
+        *,
+        owns_pools: bool,
+        embedder: Any = None,
+    ) -> None:
+        validate_agent_id(agent_id)
+        if config is None:
+            config = StoreConfig()
+        elif not isinstance(config, StoreConfig):
+            raise InvalidArgumentError("config must be a StoreConfig")
+        self.agent_id = agent_id
+        self.config = config
+        self._pools = pools
+        self._owns_pools = owns_pools
+        self._engine = Engine(pools, agent_id, config)
+        self.history = PostgresHistoryStore(self._engine)
+        self.facts = PostgresFactStore(self._engine, embedder)
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<PostgresDB agent={self.agent_id!r}{' closed' if self.closed else ''}>"
+
+    @property
+    def closed(self) -> bool:
+        return self._engine.closed or self._pools.closed
+
+    def close(self) -> None:
+        """Idempotent; later calls on this database or its stores raise StoreClosedError."""
+        with self._lock:
+            self._engine.closed = True
+            if self._owns_pools:
+                self._pools.close()
+
+    def __enter__(self) -> PostgresDB:
+        if self.closed:
+            raise StoreClosedError(f"PostgreSQL database of agent {self.agent_id!r} is closed")
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def open(
+    dsn: str,
+    agent_id: str,
+    config: StoreConfig | None = None,
+    *,
+    embedder: Any = None,
+    pool_size: int = 4,
+) -> PostgresDB:
+    """Open `agent_id`'s memory in the PostgreSQL database at `dsn` (migrating it if needed).
+
+    The database gets its own small pool (`pool_size`); for many agents in one
+    process, share one `PostgresBackend` instead. `embedder` (SPEC 17): vectors of every
+    fact written, and search modes "vector" and "hybrid".
+    """
+    validate_agent_id(agent_id)
+    check_embedder(embedder)  # refused before anything connects
+    pools = Pools(dsn, pool_size)
+    try:
+        return PostgresDB(pools, agent_id, config, owns_pools=True, embedder=embedder)
+    except BaseException:
+        pools.close()
+        raise

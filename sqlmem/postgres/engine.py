@@ -1,0 +1,165 @@
+"""Connections to PostgreSQL: a bounded pool per backend, transactions, timeouts.
+
+`Pools` (one per `PostgresBackend` or per `sqlmem.postgres.open`) holds a bounded
+psycopg-pool per busy timeout: the timeouts are connection settings, so agents with
+different `busy_timeout_ms` never share a connection. Connections are in autocommit; a
+write is one explicit transaction (`Engine.write`), rolled back on any exception, and the
+pool discards a connection that broke (killed by the server, a restart), and each one is
+tried before it is lent (`Engine._checked_out`), so a server that came back is used again
+without a restart of ours.
+
+`busy_timeout_ms` becomes `lock_timeout` (waiting for another writer's row lock) and
+`statement_timeout` (at least one second: a statement holding no lock still needs time to
+run); the wait for a pooled connection uses the same timeout, also at least one second.
+Past any of them: `StorageBusyError`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import psycopg_pool
+
+from ..config import StoreConfig
+from ..errors import InvalidArgumentError, StoreClosedError
+from .errors import map_error, translate
+from .migrations import apply_migrations
+
+__all__ = ["Engine", "Pools"]
+
+Conn = psycopg.Connection[Any]
+
+
+def _options(busy_ms: int) -> str:
+    lock = max(1, busy_ms)  # 0 would mean "wait forever" to PostgreSQL
+    statement = max(1000, busy_ms)
+    return f"-c lock_timeout={lock} -c statement_timeout={statement} -c TimeZone=UTC"
+
+
+class Pools:
+    """Bounded connection pools to one database, shared by every agent resolved through it."""
+
+    def __init__(self, dsn: str, pool_size: int) -> None:
+        if not isinstance(dsn, str) or not dsn:
+            raise InvalidArgumentError("dsn must be a non-empty connection string")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+            raise InvalidArgumentError(f"pool_size must be an int >= 1, got {pool_size!r}")
+        self.dsn = dsn
+        self.pool_size = pool_size
+        self._pools: dict[int, psycopg_pool.ConnectionPool[Conn]] = {}
+        self._migrated = False
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def pool(self, busy_ms: int) -> psycopg_pool.ConnectionPool[Conn]:
+        with self._lock:
+            if self.closed:
+                raise StoreClosedError("PostgreSQL backend is closed")
+            pool = self._pools.get(busy_ms)
+            if pool is None:
+                pool = psycopg_pool.ConnectionPool(
+                    self.dsn,
+                    min_size=1,
+                    max_size=self.pool_size,
+                    kwargs={"autocommit": True, "options": _options(busy_ms)},
+                    timeout=max(busy_ms, 1000) / 1000,
+                    reconnect_timeout=60,
+                    name="sqlmem",
+                    open=False,
+                )
+                with translate("PostgreSQL"):
+                    pool.open(wait=False)
+                self._pools[busy_ms] = pool
+            return pool
+
+    def migrate(self, busy_ms: int) -> None:
+        """Apply pending migrations once per backend (each open after that costs nothing)."""
+        if self._migrated:
+            return
+        # A connection of its own: a wrong DSN or a server that is down then fails now with
+        # the server's own words, not as a pool wait running out.
+        try:
+            conn = psycopg.connect(
+                self.dsn, autocommit=True, options=_options(busy_ms), connect_timeout=10
+            )
+        except psycopg.ProgrammingError as exc:  # raised for a DSN it cannot parse
+            raise InvalidArgumentError(f"dsn: {exc}") from exc
+        except psycopg.Error as exc:
+            raise map_error(exc, "PostgreSQL") from exc
+        with translate("PostgreSQL"), conn:
+            apply_migrations(conn, "PostgreSQL")
+        self._migrated = True
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            pool.close()
+
+
+class Engine:
+    """One agent's view of the database: its id, its config, and transactions on a pool."""
+
+    def __init__(self, pools: Pools, agent_id: str, config: StoreConfig) -> None:
+        self.pools = pools
+        self.agent_id = agent_id
+        self.config = config
+        self.closed = False
+        # At least a second: opening a connection (~10 ms, more under load) is not a busy
+        # database, and busy_timeout_ms=0 must not make every first call fail.
+        self._timeout = max(config.busy_timeout_ms, 1000) / 1000
+        with translate(f"PostgreSQL agent {agent_id}"):
+            pools.migrate(config.busy_timeout_ms)
+            self._pool = pools.pool(config.busy_timeout_ms)
+
+    @contextmanager
+    def _connection(self) -> Iterator[Conn]:
+        if self.closed:
+            raise StoreClosedError(f"PostgreSQL store of agent {self.agent_id!r} is closed")
+        with translate(f"PostgreSQL agent {self.agent_id}"):
+            conn = self._checked_out()
+            try:
+                yield conn
+            finally:
+                self._pool.putconn(conn)  # a broken one is discarded and replaced
+
+    def _checked_out(self) -> Conn:
+        """A pooled connection that answers. Killed idle connections (a server restart,
+        pg_terminate_backend) are each tried once, discarded and skipped at once: the
+        pool's own check waits 1 s, 2 s, 4 s... between broken ones, so a pool of 8 dead
+        connections used to outlast the busy timeout."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            conn = self._pool.getconn(max(deadline - time.monotonic(), 0.001))
+            try:
+                conn.execute("")
+                return conn
+            except psycopg.Error:
+                self._pool.putconn(conn)
+                if time.monotonic() >= deadline:
+                    raise
+
+    @contextmanager
+    def write(self) -> Iterator[Conn]:
+        """One transaction: committed when the block ends, rolled back on any exception."""
+        with self._connection() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Conn]:
+        """A connection in autocommit: each statement reads its own consistent snapshot."""
+        with self._connection() as conn:
+            yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Conn]:
+        """Several statements reading one snapshot (a read-only repeatable-read transaction)."""
+        with self._connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield conn
