@@ -44,7 +44,7 @@ from ..rules.filters import (
     metadata_equal_filter,
     prepare_fact,
 )
-from ..rules.hybrid import check_batch_size, check_semantic, filter_args, fuse
+from ..rules.hybrid import check_batch_size, check_semantic, filter_args, semantic_search
 from ..rules.items import (
     NO_ITEM_FILTERS,
     ItemFilters,
@@ -65,7 +65,7 @@ from ..search.query import (
     rarest_terms,
     tokens_of,
 )
-from ..search.vectors import hybrid_leg_size, rank_by_cosine
+from ..search.vectors import Vector, rank_by_cosine
 
 __all__ = ["InMemoryFactStore"]
 
@@ -412,30 +412,34 @@ class InMemoryFactStore:
         embedding = self._require_embedding(f"mode={mode!r}")
         if limit <= 0 or not text.strip():
             return []
-        wanted = hybrid_leg_size(limit) if mode == "hybrid" else limit
-        vector = embedding.query(text)  # before the lock
-        semantic: list[Fact] = []
-        if vector is not None:
-            with self._lock:
-                now = now_ms()
-                docs = sorted(
-                    (
-                        d
-                        for d in self._docs.values()
-                        if d.vector is not None
-                        and d.vector.shape == vector.shape
-                        and d.accepted_by(filters, items, now)
-                    ),
-                    key=lambda d: d.pk,
-                )
-            if docs:
-                matrix = np.stack([d.vector for d in docs])
-                best = rank_by_cosine(matrix, vector, wanted)
-                semantic = [docs[i].fact(cosine) for i, cosine in best]
-        if mode == "vector":
-            return semantic
-        lexical = self.search(text, wanted, mode="any", **filter_args)
-        return fuse(lexical, semantic, limit)
+        return semantic_search(
+            mode,
+            limit,
+            embedding.query(text),  # before the lock
+            lambda vector, wanted: self._nearest(vector, wanted, filters, items),
+            lambda wanted: self.search(text, wanted, mode="any", **filter_args),
+        )
+
+    def _nearest(
+        self, vector: Vector, wanted: int, filters: Filters, items: ItemFilters
+    ) -> list[Fact]:
+        """The vector leg: exact cosine over the live facts passing the filters."""
+        with self._lock:
+            now = now_ms()
+            docs = sorted(
+                (
+                    d
+                    for d in self._docs.values()
+                    if d.vector is not None
+                    and d.vector.shape == vector.shape
+                    and d.accepted_by(filters, items, now)
+                ),
+                key=lambda d: d.pk,
+            )
+        if not docs:
+            return []
+        best = rank_by_cosine(np.stack([d.vector for d in docs]), vector, wanted)
+        return [docs[i].fact(cosine) for i, cosine in best]
 
     def _require_embedding(self, what: str) -> Embedding:
         if self._embedding is None:

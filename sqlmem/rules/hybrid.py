@@ -3,15 +3,16 @@ fusion of the BM25 and vector rankings into one list."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidArgumentError
 from ..records import Fact
-from ..search.vectors import reciprocal_rank_fusion
+from ..search.vectors import Vector, hybrid_leg_size, reciprocal_rank_fusion
 from .filters import Filters, check_limit, check_query, make_filters
 from .items import ItemFilters, make_item_filters
 
-__all__ = ["check_batch_size", "check_semantic", "filter_args", "fuse"]
+__all__ = ["check_batch_size", "check_semantic", "filter_args", "fuse", "semantic_search"]
 
 
 def filter_args(
@@ -72,3 +73,21 @@ def fuse(lexical: list[Fact], semantic: list[Fact], top_k: int) -> list[Fact]:
     by_id.update((f.id, f) for f in lexical)
     fused = reciprocal_rank_fusion([f.id for f in lexical], [f.id for f in semantic], top_k)
     return [by_id[fact_id].model_copy(update={"score": score}) for fact_id, score in fused]
+
+
+def semantic_search(
+    mode: str,
+    limit: int,
+    query_vector: Vector | None,
+    vector_leg: Callable[[Vector, int], list[Fact]],
+    lexical_leg: Callable[[int], list[Fact]],
+) -> list[Fact]:
+    """Modes "vector" and "hybrid" the same way on every backend: the vector leg (none
+    without a usable query vector), `max(4 * top_k, 50)` deep for hybrid, fused with the
+    BM25 "any" leg of the same depth. Each backend supplies its two legs, filters applied
+    inside them."""
+    wanted = hybrid_leg_size(limit) if mode == "hybrid" else limit
+    semantic = vector_leg(query_vector, wanted) if query_vector is not None else []
+    if mode == "vector":
+        return semantic
+    return fuse(lexical_leg(wanted), semantic, limit)

@@ -397,24 +397,19 @@ class SQLiteFactStore:
         self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
     ) -> list[Fact]:
         """Modes "vector" and "hybrid" (SPEC 17), filters before ranking in both legs."""
-        from ..rules.hybrid import check_semantic, fuse  # numpy: only when vectors are used
-        from ..search.vectors import hybrid_leg_size
+        from ..rules.hybrid import check_semantic, semantic_search  # numpy: only with vectors
 
         text, limit, filters, item_filters = check_semantic(query, top_k, mode, filter_args)
         vectors = self._require_vectors(f"mode={mode!r}")
         if limit <= 0 or not text.strip():
             return []
-        wanted = hybrid_leg_size(limit) if mode == "hybrid" else limit
-        query_vector = vectors.embedding.query(text)  # before any read: no lock held
-        semantic = (
-            vectors.search(query_vector, wanted, filters, item_filters)
-            if query_vector is not None
-            else []
+        return semantic_search(
+            mode,
+            limit,
+            vectors.embedding.query(text),  # before any read: no lock held
+            lambda vector, wanted: vectors.search(vector, wanted, filters, item_filters),
+            lambda wanted: self.search(text, wanted, mode="any", **filter_args),
         )
-        if mode == "vector":
-            return semantic
-        lexical = self.search(text, wanted, mode="any", **filter_args)
-        return fuse(lexical, semantic, limit)
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
