@@ -10,21 +10,17 @@ text changed raises `MigrationChecksumError`; a database migrated by a newer sql
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from ..errors import MigrationChecksumError, MigrationError, SchemaTooNewError
+from ..errors import MigrationChecksumError, SchemaTooNewError
+from ..rules.migration_plan import Migration, find_folder, read_plan
 from .errors import translate
 
 __all__ = ["Migration", "apply_migrations", "latest_version", "load_migrations", "migrations_dir"]
 
-_FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 #: One advisory lock key for "sqlmem is migrating this database" (any constant would do).
 _LOCK_KEY = 0x5F6D656D_6D696772 & 0x7FFF_FFFF_FFFF_FFFF
@@ -42,45 +38,14 @@ _INSERT_APPLIED = "INSERT INTO sqlmem_schema_version(version, name, sha256) VALU
 _LEDGER_EXISTS = "SELECT to_regclass('sqlmem_schema_version') IS NOT NULL"
 
 
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
-    sha256: str
-
-
 def migrations_dir() -> Path:
-    """`postgres/` in the migrations shipped in the wheel, else in the checkout's folder."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (
-        package / "_migrations" / "postgres",
-        package.parent / "migrations" / "postgres",
-    ):
-        if candidate.is_dir():
-            return candidate
-    raise MigrationError(f"PostgreSQL migrations folder not found next to {package}")
+    """The migrations shipped in the wheel, else the checkout's top-level folder."""
+    return find_folder(Path(__file__).resolve().parent.parent, "postgres")
 
 
-@cache
 def load_migrations(folder: Path | None = None) -> tuple[Migration, ...]:
-    folder = folder or migrations_dir()
-    found: dict[int, Migration] = {}
-    for path in sorted(folder.glob("*.sql")):
-        match = _FILE_NAME.match(path.name)
-        if not match:
-            raise MigrationError(f"{path}: migration files are named NNNN_slug.sql")
-        version = int(match.group(1))
-        if version in found:
-            raise MigrationError(f"{path}: version {version} appears twice")
-        data = path.read_bytes()
-        found[version] = Migration(
-            version, path.stem, data.decode("utf-8"), hashlib.sha256(data).hexdigest()
-        )
-    versions = sorted(found)
-    if versions != list(range(1, len(versions) + 1)):
-        raise MigrationError(f"{folder}: versions must run 1, 2, 3 ... without gaps: {versions}")
-    return tuple(found[v] for v in versions)
+    """Every migration, validated as a whole plan before any is applied."""
+    return read_plan(folder or migrations_dir())
 
 
 def latest_version() -> int:

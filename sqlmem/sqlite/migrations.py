@@ -11,10 +11,7 @@ a file newer than this code is refused before anything is written (`SchemaTooNew
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import apsw
@@ -27,6 +24,7 @@ from ..errors import (
     translate_errors,
 )
 from ..rules.encoding import now_ms
+from ..rules.migration_plan import Migration, find_folder, read_plan
 from .fts_names import FACTS_FTS
 
 __all__ = [
@@ -38,7 +36,6 @@ __all__ = [
     "read_fts_tokenizer",
 ]
 
-_FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 # The tokenizer spec is pasted into the schema text (CREATE VIRTUAL TABLE cannot take a
 # bound parameter). StoreConfig already allows only built-in tokenizer names and
@@ -61,43 +58,14 @@ _INSERT_APPLIED = (
 )
 
 
-@dataclass(frozen=True)
-class Migration:
-    version: int
-    name: str
-    sql: str
-    sha256: str
-
-
 def migrations_dir() -> Path:
     """The migrations shipped in the wheel, else the checkout's top-level folder."""
-    package = Path(__file__).resolve().parent.parent  # sqlmem/, above sqlite/
-    for candidate in (package / "_migrations", package.parent / "migrations"):
-        if candidate.is_dir():
-            return candidate
-    raise MigrationError(f"migrations folder not found next to {package}")
+    return find_folder(Path(__file__).resolve().parent.parent)
 
 
-@cache
 def load_migrations(folder: Path | None = None) -> tuple[Migration, ...]:
     """Every migration, validated as a whole plan before any is applied."""
-    folder = folder or migrations_dir()
-    found: dict[int, Migration] = {}
-    for path in sorted(folder.glob("*.sql")):
-        match = _FILE_NAME.match(path.name)
-        if not match:
-            raise MigrationError(f"{path}: migration files are named NNNN_slug.sql")
-        version = int(match.group(1))
-        if version in found:
-            raise MigrationError(f"{path}: version {version} appears twice")
-        data = path.read_bytes()
-        found[version] = Migration(
-            version, path.stem, data.decode("utf-8"), hashlib.sha256(data).hexdigest()
-        )
-    versions = sorted(found)
-    if versions != list(range(1, len(versions) + 1)):
-        raise MigrationError(f"{folder}: versions must run 1, 2, 3 ... without gaps: {versions}")
-    return tuple(found[v] for v in versions)
+    return read_plan(folder or migrations_dir())
 
 
 def latest_version() -> int:
