@@ -79,38 +79,37 @@ SELECT task_id, channel, value_type, value FROM lg_writes
 WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3
 ORDER BY task_path, task_id, idx
 """
-_DELETE_THREAD = (
-    "DELETE FROM lg_checkpoints WHERE thread_id = ?1",
-    "DELETE FROM lg_writes WHERE thread_id = ?1",
-)
-_DELETE_RUNS = (
-    """DELETE FROM lg_writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN (
+_DELETE_THREAD_CHECKPOINTS = "DELETE FROM lg_checkpoints WHERE thread_id = ?1"
+_DELETE_THREAD_WRITES = "DELETE FROM lg_writes WHERE thread_id = ?1"
+_DELETE_RUNS_WRITES = """
+DELETE FROM lg_writes WHERE (thread_id, checkpoint_ns, checkpoint_id) IN (
         SELECT thread_id, checkpoint_ns, checkpoint_id FROM lg_checkpoints
-        WHERE run_id IN (SELECT value FROM json_each(?1)))""",
-    "DELETE FROM lg_checkpoints WHERE run_id IN (SELECT value FROM json_each(?1))",
+        WHERE run_id IN (SELECT value FROM json_each(?1)))"""
+_DELETE_RUNS_CHECKPOINTS = (
+    "DELETE FROM lg_checkpoints WHERE run_id IN (SELECT value FROM json_each(?1))"
 )
-_COPY_THREAD = (
-    """INSERT OR REPLACE INTO lg_checkpoints(thread_id, checkpoint_ns, checkpoint_id,
+_COPY_THREAD_CHECKPOINTS = """
+INSERT OR REPLACE INTO lg_checkpoints(thread_id, checkpoint_ns, checkpoint_id,
         parent_checkpoint_id, checkpoint_type, checkpoint, metadata_type, metadata, run_id)
     SELECT ?2, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type,
         checkpoint, metadata_type, metadata, run_id
-    FROM lg_checkpoints WHERE thread_id = ?1""",
-    """INSERT OR REPLACE INTO lg_writes(thread_id, checkpoint_ns, checkpoint_id, task_id,
+    FROM lg_checkpoints WHERE thread_id = ?1"""
+_COPY_THREAD_WRITES = """
+INSERT OR REPLACE INTO lg_writes(thread_id, checkpoint_ns, checkpoint_id, task_id,
         idx, channel, value_type, value, task_path)
     SELECT ?2, checkpoint_ns, checkpoint_id, task_id, idx, channel, value_type, value,
         task_path
-    FROM lg_writes WHERE thread_id = ?1""",
-)
+    FROM lg_writes WHERE thread_id = ?1"""
 # keep_latest: every checkpoint but the newest of its (thread, namespace) goes, with its
 # writes; the newest keeps its own.
-_PRUNE_KEEP_LATEST = (
-    """DELETE FROM lg_writes WHERE thread_id = ?1 AND checkpoint_id < (
+_PRUNE_KEEP_LATEST_WRITES = """
+DELETE FROM lg_writes WHERE thread_id = ?1 AND checkpoint_id < (
         SELECT max(c.checkpoint_id) FROM lg_checkpoints c
-        WHERE c.thread_id = ?1 AND c.checkpoint_ns = lg_writes.checkpoint_ns)""",
-    """DELETE FROM lg_checkpoints WHERE thread_id = ?1 AND checkpoint_id < (
+        WHERE c.thread_id = ?1 AND c.checkpoint_ns = lg_writes.checkpoint_ns)"""
+_PRUNE_KEEP_LATEST_CHECKPOINTS = """
+DELETE FROM lg_checkpoints WHERE thread_id = ?1 AND checkpoint_id < (
         SELECT max(c.checkpoint_id) FROM lg_checkpoints c
-        WHERE c.thread_id = ?1 AND c.checkpoint_ns = lg_checkpoints.checkpoint_ns)""",
-)
+        WHERE c.thread_id = ?1 AND c.checkpoint_ns = lg_checkpoints.checkpoint_ns)"""
 
 #: Checkpoints read per snapshot by `search`.
 SEARCH_PAGE = 100
@@ -203,16 +202,16 @@ class SQLiteCheckpointStore:
         """Every checkpoint and write of the thread (all namespaces), one transaction."""
         check_text(thread_id, "thread_id")
         with self._engine.write() as conn:
-            for sql in _DELETE_THREAD:
-                conn.execute(sql, (thread_id,))
+            conn.execute(_DELETE_THREAD_CHECKPOINTS, (thread_id,))
+            conn.execute(_DELETE_THREAD_WRITES, (thread_id,))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         """Every checkpoint whose metadata names one of the runs, with its writes."""
         wanted = _texts(run_ids, "run_ids")
         if wanted:
             with self._engine.write() as conn:
-                for sql in _DELETE_RUNS:
-                    conn.execute(sql, (dumps_json(wanted),))
+                conn.execute(_DELETE_RUNS_WRITES, (dumps_json(wanted),))
+                conn.execute(_DELETE_RUNS_CHECKPOINTS, (dumps_json(wanted),))
 
     def copy_thread(self, source: str, target: str) -> None:
         """Every checkpoint and write of `source` into `target` (same ids; rows the
@@ -222,8 +221,8 @@ class SQLiteCheckpointStore:
         if source == target:
             return
         with self._engine.write() as conn:
-            for sql in _COPY_THREAD:
-                conn.execute(sql, (source, target))
+            conn.execute(_COPY_THREAD_CHECKPOINTS, (source, target))
+            conn.execute(_COPY_THREAD_WRITES, (source, target))
 
     def prune(self, thread_ids: Sequence[str], strategy: str) -> None:
         """`keep_latest`: the newest checkpoint of each namespace stays; `delete`: all go.
@@ -236,11 +235,11 @@ class SQLiteCheckpointStore:
         with self._engine.write() as conn:
             for thread_id in wanted:
                 if strategy == "delete":
-                    for sql in _DELETE_THREAD:
-                        conn.execute(sql, (thread_id,))
+                    conn.execute(_DELETE_THREAD_CHECKPOINTS, (thread_id,))
+                    conn.execute(_DELETE_THREAD_WRITES, (thread_id,))
                 else:
-                    for sql in _PRUNE_KEEP_LATEST:
-                        conn.execute(sql, (thread_id,))
+                    conn.execute(_PRUNE_KEEP_LATEST_WRITES, (thread_id,))
+                    conn.execute(_PRUNE_KEEP_LATEST_CHECKPOINTS, (thread_id,))
 
 
 def _row(conn: Any, row: Sequence[Any]) -> CheckpointRow:
