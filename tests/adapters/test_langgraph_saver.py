@@ -10,18 +10,22 @@ refused with sqlmem's errors.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import operator
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("langgraph.checkpoint.conformance")
 
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 from langgraph.checkpoint.conformance.capabilities import Capability
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 import sqlmem
@@ -35,6 +39,8 @@ from sqlmem.errors import InvalidArgumentError
 from sqlmem.sqlite import checkpoints
 
 SAVERS = [SqlmemSaver, AsyncSqlmemSaver]
+#: LangGraph's (now private) error channel, a special channel of WRITES_IDX_MAP.
+ERROR = "__error__"
 
 
 # -- the conformance suite ------------------------------------------------------------------
@@ -131,6 +137,8 @@ def test_values_and_writes_round_trip_through_a_reopened_file(tmp_path: Path) ->
         second = _put(saver, "t", first["configurable"]["checkpoint_id"], score=2)
         saver.put_writes(second, [("ch", {"x": [1, 2.5, None]}), ("bytes", b"\x01")], "task")
         saver.put_writes(second, [("ch", "retried")], "task")  # a retry keeps the first
+        saver.put_writes(second, [(ERROR, "first")], "task")
+        saver.put_writes(second, [(ERROR, "latest")], "task")  # special channels: latest
     with SqlmemSaver(path) as saver:
         tup = saver.get_tuple(_config("t"))
         assert tup is not None
@@ -142,7 +150,8 @@ def test_values_and_writes_round_trip_through_a_reopened_file(tmp_path: Path) ->
         )
         assert tup.checkpoint["channel_values"] == {"blob": b"\x00\xff", "n": 1}
         assert tup.metadata["score"] == 2
-        assert tup.pending_writes == [
+        assert tup.pending_writes == [  # LangGraph's order: special channels' idx < 0
+            ("task", ERROR, "latest"),
             ("task", "ch", {"x": [1, 2.5, None]}),
             ("task", "bytes", b"\x01"),
         ]
@@ -225,3 +234,75 @@ def test_versions_increase_as_strings(db: sqlmem.MemoryDB) -> None:
         versions.append(current)
     assert versions == sorted(versions) and len(set(versions)) == 12
     saver.close()
+
+
+# -- the same answers as LangGraph's InMemorySaver ---------------------------------------------
+
+_threads = st.sampled_from(["a", "b"])
+_namespaces = st.sampled_from(["", "child:1"])
+_steps = st.integers(0, 3)
+_actions = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), _threads, _namespaces, _steps),
+        st.tuples(st.just("write"), st.sampled_from(["ch", ERROR]), st.integers(0, 9)),
+        st.tuples(st.just("delete"), _threads),
+    ),
+    max_size=25,
+)
+
+
+def _view(found: Any) -> list[tuple[Any, ...]]:
+    return [
+        (
+            t.config["configurable"]["thread_id"],
+            t.config["configurable"]["checkpoint_ns"],
+            t.checkpoint["id"],
+            t.metadata,
+            t.parent_config,
+            sorted(t.pending_writes or [], key=repr),
+        )
+        for t in found
+    ]
+
+
+@settings(max_examples=40, deadline=None)
+@given(actions=_actions, step=_steps, limit=st.sampled_from([None, 1, 2]))
+def test_answers_as_in_memory_saver(
+    tmp_path_factory: pytest.TempPathFactory,
+    actions: list[tuple[Any, ...]],
+    step: int,
+    limit: int | None,
+) -> None:
+    ours = SqlmemSaver(tmp_path_factory.mktemp("saver") / "memory.db")
+    theirs = InMemorySaver()
+    heads: dict[tuple[str, str], Any] = {}
+    last: Any = None
+    for action in actions:
+        if action[0] == "put":
+            _, thread, ns, meta_step = action
+            config = heads.get((thread, ns)) or {
+                "configurable": {"thread_id": thread, "checkpoint_ns": ns}
+            }
+            checkpoint = empty_checkpoint()
+            metadata: Any = {"source": "loop", "step": meta_step}
+            last = ours.put(config, checkpoint, metadata, {})
+            assert theirs.put(config, checkpoint, metadata, {}) == last
+            heads[(thread, ns)] = last
+        elif action[0] == "write" and last is not None:
+            writes = [(action[1], action[2])]
+            ours.put_writes(last, writes, "task")
+            theirs.put_writes(last, writes, "task")
+        elif action[0] == "delete":
+            ours.delete_thread(action[1])
+            theirs.delete_thread(action[1])
+            heads = {k: v for k, v in heads.items() if k[0] != action[1]}
+            last = None
+    for thread, ns in itertools.product(["a", "b"], ["", "child:1"]):
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": ns}}
+        assert _view([ours.get_tuple(config)] if ours.get_tuple(config) else []) == _view(
+            [theirs.get_tuple(config)] if theirs.get_tuple(config) else []
+        )
+        query: dict[str, Any] = {"filter": {"step": step}, "limit": limit}
+        assert _view(ours.list(config, **query)) == _view(theirs.list(config, **query))
+    assert sorted(_view(ours.list(None)), key=repr) == sorted(_view(theirs.list(None)), key=repr)
+    ours.close()
