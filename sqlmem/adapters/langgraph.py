@@ -65,7 +65,9 @@ from ..sqlite.kv import KVRow, SQLiteKeyValueStore
 from ._backend import Backend, DbOrPath
 
 __all__ = [
+    "AsyncSqlmemSaver",
     "AsyncSqlmemStore",
+    "SqlmemSaver",
     "SqlmemStore",
     "SyncCallInEventLoopError",
     "decode_namespace",
@@ -422,3 +424,7 @@ def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
         else zip(reversed(namespace), reversed(path), strict=False)
     )
     return all(p == "*" or k == p for k, p in pairs)
+
+
+# The checkpointer lives in its own module (size); importable from here, as SPEC 18 names it.
+from .langgraph_saver import AsyncSqlmemSaver, SqlmemSaver  # noqa: E402
