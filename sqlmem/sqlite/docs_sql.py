@@ -126,7 +126,7 @@ SEARCH_PREFIX = (
     f" FROM {DOCUMENTS_FTS} CROSS JOIN document_blocks AS b ON b.pk = {DOCUMENTS_FTS}.rowid"
     f" CROSS JOIN documents AS d ON d.pk = b.document"
     f" WHERE {DOCUMENTS_FTS} MATCH :query AND {_PREFIX}"
-    f" ORDER BY {DOCUMENTS_FTS}.rank LIMIT :limit"
+    f" ORDER BY {DOCUMENTS_FTS}.rank LIMIT +:limit"  # `+`: no re-prepare (facts_sql)
 )
 
 # -- export and import (sqlite/export.py, sqlite/importer.py) -------------------------------

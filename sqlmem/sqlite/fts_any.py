@@ -98,11 +98,14 @@ def any_queries(fts: str, outer: str) -> AnyQueries:
 
     The ranking is bm25() sorted by SQLite rather than `ORDER BY rank` consumed by FTS5:
     FTS5's sorted mode prepares and runs an inner statement per query, which measured
-    ~1.5x slower (AND and OR) on 100,000 facts.
+    ~1.5x slower (AND and OR) on 100,000 facts. `LIMIT +:limit`: a bare bound LIMIT on a
+    virtual table makes SQLite re-prepare the statement at every bind (see
+    `facts_sql.search_sql`); the `+` saved ~7% of an unfiltered "any" search (20,000
+    facts: 322 -> 300 µs).
     """
     bm25 = (
         f"SELECT rowid AS pk, bm25({fts}) AS score FROM {fts} WHERE {fts} MATCH :query"
-        " ORDER BY score LIMIT :limit"
+        " ORDER BY score LIMIT +:limit"
     )
     return AnyQueries(
         averages=f"SELECT block FROM {fts}_data WHERE id = 1",

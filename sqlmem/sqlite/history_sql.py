@@ -357,7 +357,7 @@ FROM (
     WHERE {MESSAGES_FTS} MATCH :query
       AND live.session NOT IN (SELECT pk FROM sessions WHERE session_id >= x'')
     ORDER BY score
-    LIMIT :limit
+    LIMIT +:limit
 ) AS r
 CROSS JOIN messages AS m ON m.pk = r.pk
 CROSS JOIN sessions AS s ON s.pk = m.session
