@@ -301,7 +301,7 @@ def test_no_filter_plan_limits_inside_fts(big: tuple[Engine, SQLiteFactStore]) -
     engine, _ = big
     text = facts_sql.search_sql(make_filters().key)
     assert text is facts_sql.ANY.bm25  # one statement for the exact and shortcut paths
-    assert "ORDER BY score LIMIT :limit" in text and "rank" not in text
+    assert "ORDER BY score LIMIT +:limit" in text and "rank" not in text
     lines = plan(engine, text, {"query": '"w1"', "limit": 10})
     assert lines == [
         "CO-ROUTINE r",
