@@ -72,6 +72,7 @@ class PgServer:
     port: int
     user: str | None
     started_in: float
+    options: str = ""
 
     @property
     def dsn(self) -> str:
@@ -81,7 +82,22 @@ class PgServer:
         return _run([str(self.bin / "pg_ctl"), "-D", str(self.data), *args], self.user, check)
 
     def restart(self) -> None:
-        self.ctl("restart", "-m", "fast", "-w", "-l", str(self.data / "log"))
+        """`pg_ctl restart -m fast`: every connection is closed, in-flight transactions are
+        rolled back, and the server is back (same socket, same options) when this returns."""
+        self.ctl("restart", "-m", "fast", "-w", "-l", str(self.log))
+
+    def shutdown(self) -> None:
+        """`pg_ctl stop -m fast`, keeping the data: an outage until `start_again()`."""
+        self.ctl("stop", "-m", "fast", "-w")
+
+    def start_again(self) -> None:
+        """Start the server stopped by `shutdown()`, with the options it first had."""
+        self.ctl("start", "-o", self.options, "-w", "-t", "60", "-l", str(self.log))
+
+    @property
+    def log(self) -> Path:
+        """The server's log file (every start and restart appends to it)."""
+        return self.root / "log"
 
     def stop(self) -> None:
         self.ctl("stop", "-m", "immediate", "-w", check=False)
@@ -139,7 +155,7 @@ def start() -> PgServer:
             f"PostgreSQL did not start: {exc.stderr or exc.stdout}\n{log[-2000:]}"
         ) from None
     # pg_ctl restart reuses the options saved in postmaster.opts, and the log path here.
-    return PgServer(folder, data, root, port, user, time.perf_counter() - t0)
+    return PgServer(folder, data, root, port, user, time.perf_counter() - t0, options)
 
 
 _AGENTS = itertools.count()

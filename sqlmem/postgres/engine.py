@@ -6,7 +6,10 @@ different `busy_timeout_ms` never share a connection. Connections are in autocom
 write is one explicit transaction (`Engine.write`), rolled back on any exception, and the
 pool discards a connection that broke (killed by the server, a restart), and each one is
 tried before it is lent (`Engine._checked_out`), so a server that came back is used again
-without a restart of ours.
+without a restart of ours. A server that is down is retried every second or two (the
+pool gives up a connection slot after `_RECONNECT_S` and the next call opens a fresh one, so
+its back-off never grows to half a minute), and a call that finds no connection says why:
+the last connection error, not only "timeout".
 
 `busy_timeout_ms` becomes `lock_timeout` (waiting for another writer's row lock) and
 `statement_timeout` (at least one second: a statement holding no lock still needs time to
@@ -26,13 +29,17 @@ import psycopg
 import psycopg_pool
 
 from ..config import StoreConfig
-from ..errors import InvalidArgumentError, StoreClosedError
+from ..errors import InvalidArgumentError, StorageBusyError, StoreClosedError
 from .errors import map_error, translate
 from .migrations import apply_migrations
 
 __all__ = ["Engine", "Pools"]
 
 Conn = psycopg.Connection[Any]
+
+#: Seconds a pool keeps retrying one lost connection (back-off 1 s, 2 s, ...) before it
+#: gives the slot up; the next call that needs a connection then opens one at once.
+_RECONNECT_S = 5.0
 
 
 def _options(busy_ms: int) -> str:
@@ -53,6 +60,9 @@ class Pools:
         self.pool_size = pool_size
         self._pools: dict[int, psycopg_pool.ConnectionPool[Conn]] = {}
         self._migrated = False
+        #: The latest failed attempt to connect, None once one succeeds (`_recording`).
+        self.unreachable: psycopg.OperationalError | None = None
+        self._connection_class = _recording(self)
         self._lock = threading.Lock()
         self.closed = False
 
@@ -67,8 +77,9 @@ class Pools:
                     min_size=1,
                     max_size=self.pool_size,
                     kwargs={"autocommit": True, "options": _options(busy_ms)},
+                    connection_class=self._connection_class,
                     timeout=max(busy_ms, 1000) / 1000,
-                    reconnect_timeout=60,
+                    reconnect_timeout=_RECONNECT_S,
                     name="sqlmem",
                     open=False,
                 )
@@ -101,6 +112,23 @@ class Pools:
             pools, self._pools = list(self._pools.values()), {}
         for pool in pools:
             pool.close()
+
+
+def _recording(pools: Pools) -> type[Conn]:
+    """A connection class that tells `pools` whether the server could be reached."""
+
+    class Recording(psycopg.Connection[Any]):
+        @classmethod
+        def connect(cls, *args: Any, **kwargs: Any) -> Any:
+            try:
+                conn = super().connect(*args, **kwargs)
+            except psycopg.OperationalError as exc:
+                pools.unreachable = exc
+                raise
+            pools.unreachable = None
+            return conn
+
+    return Recording
 
 
 class Engine:
@@ -136,7 +164,17 @@ class Engine:
         connections used to outlast the busy timeout."""
         deadline = time.monotonic() + self._timeout
         while True:
-            conn = self._pool.getconn(max(deadline - time.monotonic(), 0.001))
+            try:
+                conn = self._pool.getconn(max(deadline - time.monotonic(), 0.001))
+            except psycopg_pool.PoolTimeout:
+                down = self.pools.unreachable
+                if down is None:
+                    raise  # a busy pool: translate() says so
+                raise StorageBusyError(
+                    f"PostgreSQL agent {self.agent_id}: database unreachable, no connection "
+                    f"within the busy timeout (last attempt: {str(down).strip()}); "
+                    "nothing was written, the store reconnects by itself"
+                ) from down
             try:
                 conn.execute("")
                 return conn
