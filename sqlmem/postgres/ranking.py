@@ -17,6 +17,10 @@ Limits of tsvector, documented rather than hidden: a lexeme keeps at most 256 po
 and positions stop at 16,383, so a word repeated more than 255 times in one row, or a
 phrase past the 16,383rd token, scores as if it were not there beyond those bounds; a
 lexeme is cut to 500 characters (PostgreSQL refuses 2 KB), in documents and queries alike.
+A tsvector holds at most 1 MB of lexemes and positions: a text of more distinct words than
+fit (roughly 60,000 or more) is still stored whole, and found by the words of its first
+megabyte of index (`_MAX_INDEX_BYTES`); its length still counts every token. Refusing the
+write instead would lose a large tool output that SQLite keeps.
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ __all__ = [
 MAX_LEXEME = 500
 _MAX_POSITION = 16383
 _MAX_POSITIONS = 256
+#: PostgreSQL's limit is 1,048,575 bytes of lexemes and positions; a margin below it.
+_MAX_INDEX_BYTES = 1_000_000
 
 
 def _lexeme(token: str) -> str:
@@ -53,9 +59,19 @@ def _quoted(token: str) -> str:
 def tsvector(tokens: Sequence[str]) -> str:
     """The tsvector text of a document's tokens (positions count from 1)."""
     places: dict[str, list[int]] = {}
+    size = 0  # an upper bound of the bytes PostgreSQL will need (`_MAX_INDEX_BYTES`)
     for i, token in enumerate(tokens, 1):
-        got = places.setdefault(_lexeme(token), [])
-        if len(got) < _MAX_POSITIONS:
+        lexeme = _lexeme(token)
+        got = places.get(lexeme)
+        if got is None:
+            size += len(lexeme.encode()) + 5  # alignment, position count, first position
+            if size > _MAX_INDEX_BYTES:
+                break
+            places[lexeme] = [min(i, _MAX_POSITION)]
+        elif len(got) < _MAX_POSITIONS:
+            size += 2
+            if size > _MAX_INDEX_BYTES:
+                break
             got.append(min(i, _MAX_POSITION))
     return " ".join(
         f"{_quoted(tok)}:{','.join(map(str, dict.fromkeys(pos)))}" for tok, pos in places.items()

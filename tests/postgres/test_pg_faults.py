@@ -17,7 +17,7 @@ from pgserver import new_agent_id
 
 import sqlmem.postgres as sp
 from sqlmem.config import StoreConfig
-from sqlmem.errors import InvalidArgumentError, StorageBusyError
+from sqlmem.errors import StorageBusyError
 from sqlmem.records import Fact, Message
 
 
@@ -124,14 +124,19 @@ def _fact(text: str) -> Fact:
     return Fact(content=text)
 
 
-def test_errors_inside_a_write_leave_no_transaction_open(open_pg: Any, pg_dsn: str) -> None:
+def test_a_text_past_the_tsvector_limit_is_stored_whole(open_pg: Any, pg_dsn: str) -> None:
+    """200,000 distinct words make a tsvector past PostgreSQL's 1 MB: the fact is kept
+    whole (it used to be refused as "too large") and found by the words of its first
+    megabyte of index. Server errors inside a write: test_pg_error_classes.py."""
     db = open_pg()
-    huge = " ".join(f"w{i}" for i in range(200_000))  # a tsvector past PostgreSQL's 1 MB
-    with pytest.raises(InvalidArgumentError, match="too large") as info:
-        db.facts.index(_fact(huge))
-    assert isinstance(info.value.__cause__, psycopg.Error)
-    assert db.facts.count() == 0
+    huge = " ".join(f"w{i}" for i in range(200_000))
+    stored = db.facts.index(_fact(huge))
+    back = db.facts.get(stored)
+    assert back is not None and back.content == huge
+    assert [f.id for f in db.facts.search("w17")] == [stored]
+    assert db.facts.search("w199999") == []  # past the index's megabyte (ranking.py)
     db.facts.index(_fact("small"))
+    assert db.facts.count() == 2
     with psycopg.connect(pg_dsn) as admin:
         assert _in_transaction(admin) == 0
 
