@@ -163,3 +163,29 @@ def test_any_text_moves_between_backends(
     first = _body(transfer.export_records(pg_a))
     transfer.import_records(pg_b, transfer.export_records(pg_a))
     assert _body(transfer.export_records(pg_b)) == first
+
+
+def test_vectors_move_with_their_facts(pg_dsn: str, tmp_path: Path) -> None:
+    """With an embedder on both sides, the vector records come along byte for byte (no
+    re-embedding on import: the stored vector is the file's)."""
+    from pgserver import new_agent_id
+
+    import sqlmem.postgres as sp
+    from sqlmem.embedders import HashEmbedder
+
+    embedder = HashEmbedder(32)
+    with (
+        sqlmem.open(tmp_path / "v.db", embedder=embedder) as source,
+        sp.open(pg_dsn, new_agent_id(), embedder=embedder) as pg,
+    ):
+        source.facts.index_many([Fact(id=f"v{i}", content=f"vector fact {i} about tea",
+                                      created_at=T0, updated_at=T0) for i in range(5)])  # fmt: skip
+        original = _body(sqlite_export.export_records(source))
+        assert sum(r["type"] == "vector" for r in original) == 5
+        counts = transfer.import_records(pg, sqlite_export.export_records(source))
+        assert (counts.facts, counts.vectors) == (5, 5)  # the file's vectors, not re-embedded
+        assert _body(transfer.export_records(pg)) == original
+        again = transfer.import_records(pg, sqlite_export.export_records(source))
+        assert (again.facts, again.vectors) == (0, 0)
+        want = [f.id for f in source.facts.search("tea", mode="vector")]
+        assert [f.id for f in pg.facts.search("tea", mode="vector")] == want
