@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import sqlmem
 from sqlmem import Message, ToolCall
-from sqlmem.rules.encoding import dt_from_ms
 from sqlmem.rules import rows as row_builders
+from sqlmem.rules.encoding import dt_from_ms
 from sqlmem.sqlite import history_sql as sql
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
