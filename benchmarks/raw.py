@@ -11,7 +11,7 @@ are plain tuples: no records are built.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ __all__ = [
     "RawMetaFacts",
     "connect",
     "match_expr",
+    "sqlite_utils_recent",
 ]
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -155,6 +156,27 @@ class RawHistory:
 
     def close(self) -> None:
         self.conn.close()
+
+
+# -- a peer: sqlite-utils (optional) -------------------------------------------------------
+
+
+def sqlite_utils_recent(path: Path) -> Callable[[str, int], list[dict[str, Any]]] | None:
+    """`get_recent(session, n)` the way a sqlite-utils user writes it: `rows_where` over a
+    RawHistory file, newest n by seq, oldest first, every column (dicts). None when
+    sqlite-utils is not installed."""
+    try:
+        import sqlite_utils
+    except ImportError:
+        return None
+    table = sqlite_utils.Database(str(path))["messages"]
+
+    def recent(session_id: str, n: int) -> list[dict[str, Any]]:
+        rows = list(table.rows_where("session_id = ?", [session_id], order_by="seq desc", limit=n))
+        rows.reverse()
+        return rows
+
+    return recent
 
 
 # -- facts ----------------------------------------------------------------------------------

@@ -201,9 +201,23 @@ class WalCheckpointer:
     the next try comes later each time (doubling), so it costs the writer a few waits.
     """
 
-    def __init__(self, busy_timeout_ms: int, pause_readers: PauseReaders | None = None) -> None:
+    def __init__(
+        self,
+        busy_timeout_ms: int,
+        pause_readers: PauseReaders | None = None,
+        *,
+        defer_passive: bool = False,
+    ) -> None:
         self._busy_timeout_ms = busy_timeout_ms
         self._pause_readers = pause_readers
+        #: Leave PASSIVE checkpoints to the owner (`passive_due`), which runs them on
+        #: another connection once this process's write lock is free (issue 22, W6): run
+        #: here, a checkpoint's page copy and fsyncs (tens of ms under load) held every
+        #: other writer of the process, while a plain SQLite connection checkpoints after
+        #: it let go of the write lock.
+        self.defer_passive = defer_passive
+        #: Set when a PASSIVE checkpoint is due and `defer_passive` leaves it to the owner.
+        self.passive_due = False
         self._restart_at = RESTART_PAGES
         self._failures = 0  # RESTART checkpoints in a row that gave up
         #: How many RESTART checkpoints ran / gave up / needed reads paused (for tests
@@ -217,7 +231,10 @@ class WalCheckpointer:
             return apsw.SQLITE_OK
         try:
             if pages < self._restart_at:
-                conn.wal_checkpoint(dbname, apsw.SQLITE_CHECKPOINT_PASSIVE)
+                if self.defer_passive:
+                    self.passive_due = True
+                else:
+                    conn.wal_checkpoint(dbname, apsw.SQLITE_CHECKPOINT_PASSIVE)
             elif self._restart(conn, dbname):
                 self.restarts += 1
                 self._restart_at = RESTART_PAGES
@@ -251,11 +268,17 @@ class WalCheckpointer:
 
 
 def install_checkpointer(
-    conn: apsw.Connection, config: StoreConfig, pause_readers: PauseReaders | None = None
+    conn: apsw.Connection,
+    config: StoreConfig,
+    pause_readers: PauseReaders | None = None,
+    *,
+    defer_passive: bool = False,
 ) -> WalCheckpointer:
     """Make `conn` (the writer) checkpoint with a WalCheckpointer; a WAL hook replaces
     SQLite's auto-checkpoint. Readers never commit and need none."""
-    checkpointer = WalCheckpointer(config.busy_timeout_ms, pause_readers)
+    checkpointer = WalCheckpointer(
+        config.busy_timeout_ms, pause_readers, defer_passive=defer_passive
+    )
     conn.set_wal_hook(checkpointer)
     return checkpointer
 

@@ -49,6 +49,7 @@ from ..errors import SqlmemError, StoreClosedError, translate_errors
 from ..forksafe import abandon, register
 from .calls import Reading, Writing
 from .connection import (
+    WalCheckpointer,
     check_is_database,
     connect,
     install_checkpointer,
@@ -124,6 +125,9 @@ class Engine:
         self._closed = False
         self._writer: Writer | None = None
         self._readers: ReaderPool | None = None
+        #: The writer's WAL hook; its PASSIVE checkpoints run in `_leave` (see there).
+        self._checkpointer: WalCheckpointer | None = None
+        self._checkpointing = threading.Lock()
         # The first open counts as a call in flight: a fork in another thread waits for it.
         self._active = 1
         register(self)
@@ -150,7 +154,9 @@ class Engine:
             if read_only:
                 make_read_only(conn, self.path, keep_wal=self._keep_wal)
             else:
-                install_checkpointer(conn, self.config, self.readers_paused)
+                checkpointer = install_checkpointer(
+                    conn, self.config, self.readers_paused, defer_passive=True
+                )
             check_is_database(conn, self.path)
             refuse_foreign_files(conn, self.path)
             if not read_only:
@@ -176,6 +182,7 @@ class Engine:
             raise
         self._writer = writer
         self._readers = ReaderPool(self._connect_reader, self.path)
+        self._checkpointer = None if read_only else checkpointer
 
     def _connect_reader(self) -> apsw.Connection:
         conn = connect(self.path, self.config)
@@ -225,6 +232,7 @@ class Engine:
     def _shutdown(self, *, optimize: bool = True) -> None:
         readers, writer = self._readers, self._writer
         self._readers = self._writer = None
+        self._checkpointer = None
         if readers is not None:
             readers.close()
         if writer is not None:
@@ -281,6 +289,8 @@ class Engine:
         # locks may be held by a parent thread that does not exist here.
         abandon(_connections(self._writer, self._readers))
         self._writer = self._readers = None
+        self._checkpointer = None
+        self._checkpointing = threading.Lock()
         self._lock = threading.Lock()
         self._state = threading.Condition(self._lock)
         self._active = self._reading = self._pause = 0
@@ -351,6 +361,9 @@ class Engine:
         return writer, readers
 
     def _leave(self, reading: bool = False) -> None:
+        checkpointer = self._checkpointer
+        if not reading and checkpointer is not None and checkpointer.passive_due:
+            self._passive_checkpoint(checkpointer)
         with self._lock:
             self._active -= 1
             if reading:
@@ -361,6 +374,29 @@ class Engine:
                 return
         if self.on_idle is not None:
             self.on_idle(self)
+
+    def _passive_checkpoint(self, checkpointer: WalCheckpointer) -> None:
+        """The PASSIVE checkpoint the writer's last commit made due, run after its write
+        lock was released, on a reader connection (a checkpoint needs no write lock, and
+        query_only does not stop one): this process's other writers go on meanwhile, as
+        they would beside a plain SQLite connection checkpointing after its commit. One
+        at a time (a thread finding one under way leaves it); housekeeping, so it never
+        fails the call that ran it (the next due one tries again). Still counted as a
+        call in flight, so a fork or close() waits for it."""
+        readers = self._readers
+        if readers is None or not self._checkpointing.acquire(blocking=False):
+            return
+        try:
+            checkpointer.passive_due = False
+            conn = readers.acquire()
+            try:
+                conn.wal_checkpoint("main", apsw.SQLITE_CHECKPOINT_PASSIVE)
+            finally:
+                readers.release(conn)
+        except (apsw.Error, SqlmemError):
+            pass
+        finally:
+            self._checkpointing.release()
 
     def write(self) -> Writing:
         """One write transaction (a savepoint when nested)."""

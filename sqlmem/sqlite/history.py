@@ -51,7 +51,7 @@ from ..rules.checks import (
     encode_tool_calls,
 )
 from ..rules.encoding import dt_to_ms, now_ms
-from ..rules.rows import messages_from_rows
+from ..rules.rows import messages_from_read_rows, messages_from_rows
 from ..rules.window import drop_leading_tool_results
 from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
 from . import history_sql as sql
@@ -296,9 +296,9 @@ class SQLiteHistoryStore:
         if n <= 0:
             return []
         with self._engine.read() as conn:
-            rows = conn.execute(sql.SELECT_RECENT, (session_id, min(n, _MAX_LIMIT))).fetchall()
+            rows = conn.execute(sql.READ_RECENT, (session_id, min(n, _MAX_LIMIT))).fetchall()
         rows.reverse()
-        found = messages_from_rows(rows, session_id)
+        found = messages_from_read_rows(rows, session_id)
         return drop_leading_tool_results(found) if pair_safe else found
 
     def around(
@@ -323,10 +323,10 @@ class SQLiteHistoryStore:
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
         """Active messages oldest first; with `include_archived`, every stored message."""
         check_session_id(session_id)
-        query = sql.SELECT_ALL if include_archived else sql.SELECT_ALL_ACTIVE
+        query = sql.READ_ALL if include_archived else sql.READ_ALL_ACTIVE
         with self._engine.read() as conn:
             rows = conn.execute(query, (session_id,)).fetchall()
-        return messages_from_rows(rows, session_id)
+        return messages_from_read_rows(rows, session_id)
 
     def count(self, session_id: str) -> int:
         """Active messages (seqs are gap-free, so this is last_seq - archived_seq)."""

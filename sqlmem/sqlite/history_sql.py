@@ -50,6 +50,10 @@ __all__ = [
     "POP",
     "POPPED",
     "PURGE",
+    "READ_ALL",
+    "READ_ALL_ACTIVE",
+    "READ_COLUMNS",
+    "READ_RECENT",
     "RECOUNT_HOLES",
     "RESERVE_SEQS",
     "RESERVE_SEQS_UNINDEXED",
@@ -185,6 +189,45 @@ ORDER BY m.seq
 
 SELECT_ALL = f"""
 SELECT {MESSAGE_COLUMNS}
+FROM messages AS m
+WHERE m.session = {_SESSION_PK}
+ORDER BY m.seq
+"""
+
+# -- the per-turn read (issue 22): get_recent and get_all ------------------------------------
+#
+# An agent reads its window every turn, and most messages are text only (no name, tool
+# call, error flag or metadata). Such a row reads as four values and a NULL; any other
+# carries its five other fields in one JSON array, tool calls and metadata nested as
+# JSON (`json()` keeps numbers' and strings' text as stored, so they read back equal).
+# Measured on get_recent(50) of plain messages: ~8 µs less than MESSAGE_COLUMNS (SQLite
+# fetches five columns fewer per row, Python unpacks and tests fewer), and no slower
+# with metadata or tool calls on every other row (one json.loads instead of two).
+# Rows are built by `rules.rows.messages_from_read_rows`.
+READ_COLUMNS = (
+    "m.seq, m.role, m.content, m.created_at, "
+    "CASE WHEN m.metadata = '{}' AND m.tool_calls = '[]' AND m.name = '' "
+    "AND m.tool_call_id = '' AND NOT m.is_error THEN NULL "
+    "ELSE json_array(m.name, m.tool_call_id, json(m.tool_calls), m.is_error, json(m.metadata)) END"
+)
+
+READ_RECENT = f"""
+SELECT {READ_COLUMNS}
+FROM messages AS m
+WHERE m.session = {_SESSION_PK} AND m.seq > {_ARCHIVED}
+ORDER BY m.seq DESC
+LIMIT ?2
+"""
+
+READ_ALL_ACTIVE = f"""
+SELECT {READ_COLUMNS}
+FROM messages AS m
+WHERE m.session = {_SESSION_PK} AND m.seq > {_ARCHIVED}
+ORDER BY m.seq
+"""
+
+READ_ALL = f"""
+SELECT {READ_COLUMNS}
 FROM messages AS m
 WHERE m.session = {_SESSION_PK}
 ORDER BY m.seq

@@ -93,7 +93,7 @@ REVIEWED_NAMES = {
 REVIEWED_LOCALS = {
     ("facts.py", "text"): "sql.list_sql(...), a shape-only builder",
     ("facts.py", "statement"): "_SEARCH_UNFILTERED or sql.search_sql(...), shape-only",
-    ("history.py", "query"): "sql.SELECT_ALL or sql.SELECT_ALL_ACTIVE",
+    ("history.py", "query"): "sql.READ_ALL or sql.READ_ALL_ACTIVE",
     ("vectors.py", "statement"): "sql.candidates_sql(...), a shape-only builder",
 }
 
