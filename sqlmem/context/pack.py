@@ -13,7 +13,15 @@ What goes back into the prompt is chosen in three steps:
    past it, only items scoring at least `overflow_min_score` get in, up to the hard one.
    An item that does not fit is skipped and the next one is tried, so a long item never
    blocks the short ones after it. The budget is measured on the whole rendered text, as
-   in `inject_memory` (tokenizers are not additive across pieces).
+   in `inject_memory` (tokenizers are not additive across pieces). With the default
+   estimator the count of each trial is summed from its pieces' counts, which is exact for
+   it (`tokens.dense_count`); a custom estimator sees each trial's whole text.
+
+Cost: a store with `layered_search` (the SQLite store, lexically) gives every layer's
+candidates from one ranked statement as stored rows (`sqlmem.sqlite.pack_search`), and
+only the items kept become `Fact`s; other stores (the twin, PostgreSQL, hybrid search)
+take one protocol search per layer. Both paths give the same pack
+(tests/unit/test_pack_layered.py). W8: ~2x one raw OR query at 100,000 facts, was ~5-9x.
 """
 
 from __future__ import annotations
