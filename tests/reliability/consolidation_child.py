@@ -1,7 +1,8 @@
 """Child of test_consolidation_crash: appends turns and consolidates in a loop until killed.
 
-The fake model prints "model" when called and names the newest message it was shown ("upto m17"), so the parent can check
-that each HISTORY.md line matches exactly what was archived with it.
+The fake model prints "model" when called (the parent may aim its kill there) and names the
+newest message it was shown ("upto m17"), so the parent can check that each HISTORY.md line
+matches exactly what was archived with it.
 """
 
 from __future__ import annotations
