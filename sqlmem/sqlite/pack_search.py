@@ -56,6 +56,11 @@ LAYERED = (
     f" WHERE {_LIVE} AND +f.confidence >= :min_confidence ORDER BY r.score, r.pk"
 )
 
+#: How many rows match, counted up to a bound.
+_MATCHES_UP_TO = (
+    f"SELECT count(*) FROM (SELECT 1 FROM {FACTS_FTS} WHERE {FACTS_FTS} MATCH ? LIMIT ?)"
+)
+
 #: With an empty query: a layer's newest facts by updated_at (ties: the larger id first).
 NEWEST = (
     f"SELECT {sql.COLUMNS}, NULL FROM facts AS f"
@@ -144,8 +149,7 @@ def _sorter_was_full(conn: apsw.Connection, match: str, limit: int, seen: int) -
     matches are counted (up to `limit`) in the same snapshot."""
     if seen >= limit:
         return True
-    text = f"SELECT count(*) FROM (SELECT 1 FROM {FACTS_FTS} WHERE {FACTS_FTS} MATCH ? LIMIT ?)"
-    count: Any = conn.execute(text, (match, limit)).fetchall()[0][0]
+    count: Any = conn.execute(_MATCHES_UP_TO, (match, limit)).fetchall()[0][0]
     return int(count) >= limit
 
 
