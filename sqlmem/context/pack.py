@@ -217,19 +217,20 @@ def _store_candidates(
 
 
 def _pack_items(chosen: list[_Candidate]) -> tuple[PackItem, ...]:
-    """The selected candidates as PackItems: a row becomes a Fact (unvalidated, the store
-    wrote it) only here, for the few items kept."""
-    items = []
-    for c in chosen:
-        fact, row = c.fact, c.row
-        if fact is None and row is not None:
-            if c.search_score is None:  # an empty query's newest: no score
-                fact = facts_from_rows([row[:-1]], ranked=False)[0]
-            else:
-                fact = facts_from_rows([row], ranked=True)[0]
-        assert fact is not None
-        items.append(PackItem(fact, c.layer, c.score, c.relevance, c.recency))
-    return tuple(items)
+    """The selected candidates as PackItems: rows become Facts (unvalidated, the store
+    wrote them) only here, for the few items kept, in one call per kind of row."""
+    ranked = [c for c in chosen if c.fact is None and c.search_score is not None]
+    newest = [c for c in chosen if c.fact is None and c.search_score is None]
+    for group, facts in (
+        (ranked, facts_from_rows([c.row for c in ranked], ranked=True)),  # type: ignore[misc]
+        (newest, facts_from_rows([c.row[:-1] for c in newest], ranked=False)),  # type: ignore[index]
+    ):
+        for c, fact in zip(group, facts, strict=True):
+            c.fact = fact
+    return tuple(
+        PackItem(c.fact, c.layer, c.score, c.relevance, c.recency)  # type: ignore[arg-type]
+        for c in chosen
+    )
 
 
 def _candidates(
