@@ -210,3 +210,17 @@ def test_a_custom_estimator_sees_each_whole_text(db: sqlmem.MemoryDB) -> None:
     pack = _same_packs(db.facts, "tea", config)  # type: ignore[arg-type]
     assert pack.tokens == len(pack.text) <= 60
     assert pack.text in seen and all(t.startswith("# Memory\n\n## ") for t in seen)
+
+
+def test_the_statement_sorts_once_and_reads_facts_rows_lazily(db: sqlmem.MemoryDB) -> None:
+    # One sorter (the FTS matches by bm25, bounded by the LIMIT); the outer ORDER BY is
+    # satisfied by the co-routine's order, so each facts row is read only when stepped to
+    # and the pack stops reading once every layer has its candidates.
+    from sqlmem.sqlite.pack_search import LAYERED
+
+    db.facts.index_many(Fact(content=f"tea note {n}", layer=LAYERS[n % 3]) for n in range(200))
+    params = {"query": '"tea"', "limit": 10, "min_confidence": 0.0, "now": 0}
+    with db.facts._engine.read() as conn:  # type: ignore[attr-defined]
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + LAYERED, params)]
+    assert sum("TEMP B-TREE" in step for step in plan) == 1, plan
+    assert any(step.startswith("SEARCH f USING INTEGER PRIMARY KEY") for step in plan), plan
