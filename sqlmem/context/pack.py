@@ -48,7 +48,7 @@ _DAY_MS = 86_400_000
 _PAGE = 500  # list() page size when scanning a layer for its newest items
 _TITLES = {"semantic": "Semantic", "procedural": "Procedural", "episodic": "Episodic"}
 _TITLE = "# Memory\n"
-_HEADINGS = {layer: f"\n## {title}\n" for layer, title in _TITLES.items()}
+_HEADINGS = {layer: "\n## " + title + "\n" for layer, title in _TITLES.items()}
 # Stored-fact row columns (`rules.rows.facts_from_rows`), for `layered_search`'s rows.
 _ID, _CONTENT, _UPDATED, _CONFIDENCE, _SALIENCE, _FINGERPRINT, _RANK = 0, 1, 7, 10, 11, 14, 16
 
