@@ -5,8 +5,9 @@ and compares its p50 with one raw apsw "any"-style OR query over the same facts 
 database): the pack scores every match of the query once and reads the best ones' rows
 until each layer has its 4 * top_k candidates (`sqlmem.sqlite.pack_search`), then scores,
 picks and renders in Python; the raw side reads 10 rows. Target: p50 at most 3x.
-Measured (session 6, 2 loaded cores): 1.9x, 2.2x, 3.4x in three runs (pack ~1.9-3.8 ms,
-raw ~1.0-1.1 ms); before it, one filtered search per layer: ~5-9x.
+Measured (session 6, 2 shared cores, 3 runs): 1.71x, 1.89x, 1.89x (pack 1.5-1.9 ms, raw
+0.8-1.1 ms; 1.9x-3.4x while the machine's load average was 7-12); the same run of the
+previous code, one filtered search per layer: 4.48x.
 
 W9 times `ContextWindow.build` for a 200-message session with a summary and 4 enabled
 documents (no compaction triggered): target p50 under 2 ms. No raw side: it is pure
