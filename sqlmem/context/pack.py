@@ -13,14 +13,22 @@ What goes back into the prompt is chosen in three steps:
    past it, only items scoring at least `overflow_min_score` get in, up to the hard one.
    An item that does not fit is skipped and the next one is tried, so a long item never
    blocks the short ones after it. The budget is measured on the whole rendered text, as
-   in `inject_memory` (tokenizers are not additive across pieces).
+   in `inject_memory` (tokenizers are not additive across pieces). With the default
+   estimator the count of each trial is summed from its pieces' counts, which is exact for
+   it (`tokens.dense_count`); a custom estimator sees each trial's whole text.
+
+Cost: a store with `layered_search` (the SQLite store, lexically) gives every layer's
+candidates from one ranked statement as stored rows (`sqlmem.sqlite.pack_search`), and
+only the items kept become `Fact`s; other stores (the twin, PostgreSQL, hybrid search)
+take one protocol search per layer. Both paths give the same pack
+(tests/unit/test_pack_layered.py). W8: ~2x one raw OR query at 100,000 facts, was ~5-9x.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -29,15 +37,20 @@ from ..errors import InvalidArgumentError
 from ..protocols import FactStore
 from ..records import Fact
 from ..rules.encoding import dt_to_ms
+from ..rules.rows import facts_from_rows
 from .inject import bullet, search_mode_for, stores_of
 from .pack_config import LAYER_ORDER, PackConfig
-from .tokens import estimate_tokens
+from .tokens import CHARS_PER_TOKEN, dense_count, estimate_tokens
 
 __all__ = ["MemoryPack", "PackItem", "build_memory_pack", "render"]
 
 _DAY_MS = 86_400_000
 _PAGE = 500  # list() page size when scanning a layer for its newest items
 _TITLES = {"semantic": "Semantic", "procedural": "Procedural", "episodic": "Episodic"}
+_TITLE = "# Memory\n"
+_HEADINGS = {layer: "\n## " + title + "\n" for layer, title in _TITLES.items()}
+# Stored-fact row columns (`rules.rows.facts_from_rows`), for `layered_search`'s rows.
+_ID, _CONTENT, _UPDATED, _CONFIDENCE, _SALIENCE, _FINGERPRINT, _RANK = 0, 1, 7, 10, 11, 14, 16
 
 
 @dataclass(frozen=True)
@@ -79,22 +92,28 @@ def build_memory_pack(
         raise InvalidArgumentError("config must be a PackConfig or None")
     now_ms = _now_ms(now)
     weights = config.normalised_weights()
+    top_k: dict[str, int] = {str(layer): n for layer, n in config.top_k.items()}
+    wants: dict[str, int] = {
+        layer: 4 * top_k[layer] for layer in LAYER_ORDER if top_k.get(layer, 0) > 0
+    }
+    found: dict[str, list[_Candidate]] = {layer: [] for layer in wants}
+    for s in stores:
+        for layer, cands in _store_candidates(s, query, wants, config).items():
+            found[layer].extend(cands)
     candidates: dict[str, int] = {}
-    picked: list[PackItem] = []
+    picked: list[_Candidate] = []
     dropped = 0
-    for layer in LAYER_ORDER:
-        top_k = config.top_k.get(layer, 0)
-        if top_k <= 0:
-            continue
-        found = [f for s in stores for f in _candidates(s, query, layer, 4 * top_k, config)]
-        candidates[layer] = len(found)
-        kept = [f for f in found if f.confidence >= config.min_confidence]
-        dropped += len(found) - len(kept)
-        scored = _scored(kept, layer, config, weights, now_ms)
-        picked.extend(sorted(scored, key=_order)[:top_k])
+    for layer, cands in found.items():
+        candidates[layer] = len(cands)
+        kept = [c for c in cands if c.confidence >= config.min_confidence]
+        dropped += len(cands) - len(kept)
+        _score(kept, config.half_life_days.get(layer), weights, now_ms)  # type: ignore[call-overload]
+        kept.sort(key=_order)
+        picked.extend(kept[: top_k[layer]])
     merged = _unique(sorted(picked, key=_order))
     chosen, skipped = _fill(merged, config)
-    items = tuple(i for layer in LAYER_ORDER for i in chosen if i.layer == layer)
+    chosen = [c for layer in LAYER_ORDER for c in chosen if c.layer == layer]
+    items = _pack_items(chosen)
     text = render(items)
     estimate = config.estimator or estimate_tokens
     return MemoryPack(
@@ -117,7 +136,7 @@ def render(items: Sequence[PackItem], bullets: dict[int, str] | None = None) -> 
     `bullets`: each item's rendered line by `id(item)`, when the caller has them."""
     if not items:
         return ""
-    parts = ["# Memory\n"]
+    parts = [_TITLE]
     for layer in LAYER_ORDER:
         lines = [
             bullets[id(i)] if bullets is not None else bullet(i.fact.content)
@@ -125,7 +144,7 @@ def render(items: Sequence[PackItem], bullets: dict[int, str] | None = None) -> 
             if i.layer == layer
         ]
         if lines:
-            parts.append(f"\n## {_TITLES[layer]}\n")
+            parts.append(_HEADINGS[layer])
             parts.extend(lines)
     return "".join(parts)
 
@@ -138,6 +157,80 @@ def _now_ms(now: datetime | None) -> int:
     if now.tzinfo is None:  # naive means UTC, as for created_at
         now = now.replace(tzinfo=timezone.utc)
     return dt_to_ms(now)
+
+
+class _Candidate:
+    """What scoring, ordering and filling read of a candidate, and where its `Fact`
+    comes from: the store's Fact, or a stored row built into one only when selected."""
+
+    __slots__ = (
+        "confidence", "content", "fact", "id", "key", "layer", "recency", "relevance",
+        "row", "salience", "score", "search_score", "updated_ms",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        layer: str,
+        values: tuple[float | None, float, float, int, str, str, str],
+        fact: Fact | None,
+        row: Sequence[Any] | None,
+    ) -> None:
+        self.layer = layer
+        (self.search_score, self.salience, self.confidence, self.updated_ms, self.id,
+         fingerprint, self.content) = values  # fmt: skip
+        self.key = fingerprint or f"id:{self.id}"
+        self.fact, self.row = fact, row
+        self.score = self.relevance = self.recency = 0.0
+
+
+def _from_fact(layer: str, fact: Fact) -> _Candidate:
+    values = (
+        fact.score, fact.salience, fact.confidence, _ms(fact.updated_at), fact.id,
+        fact.fingerprint, fact.content,
+    )  # fmt: skip
+    return _Candidate(layer, values, fact, None)
+
+
+def _from_row(layer: str, row: Sequence[Any]) -> _Candidate:
+    """A stored-fact row (`rules.rows.facts_from_rows`' layout, bm25 or None last)."""
+    rank = row[_RANK]
+    values = (
+        None if rank is None else -rank, row[_SALIENCE], row[_CONFIDENCE], row[_UPDATED],
+        row[_ID], row[_FINGERPRINT], row[_CONTENT],
+    )  # fmt: skip
+    return _Candidate(layer, values, None, row)
+
+
+def _store_candidates(
+    store: FactStore, query: str, wants: dict[str, int], config: PackConfig
+) -> dict[str, list[_Candidate]]:
+    """One store's candidates per layer: its `layered_search` when it has one (the
+    SQLite store: one ranked statement for every layer), else one search per layer."""
+    layered = getattr(store, "layered_search", None)
+    if layered is not None and search_mode_for(store) == "any":
+        rows = layered(query, wants, min_confidence=config.min_confidence)
+        return {layer: [_from_row(layer, r) for r in rows[layer]] for layer in wants}
+    return {
+        layer: [_from_fact(layer, f) for f in _candidates(store, query, layer, want, config)]
+        for layer, want in wants.items()
+    }
+
+
+def _pack_items(chosen: list[_Candidate]) -> tuple[PackItem, ...]:
+    """The selected candidates as PackItems: rows become Facts (unvalidated, the store
+    wrote them) only here, for the few items kept, in one call per kind of row."""
+    ranked = [c for c in chosen if c.fact is None and c.search_score is not None]
+    newest = [c for c in chosen if c.fact is None and c.search_score is None]
+    for group, facts in (
+        (ranked, facts_from_rows([c.row for c in ranked], ranked=True)),  # type: ignore[misc]
+        (newest, facts_from_rows([c.row[:-1] for c in newest], ranked=False)),  # type: ignore[index]
+    ):
+        for c, fact in zip(group, facts, strict=True):
+            c.fact = fact
+    return tuple(
+        PackItem(c.fact, c.layer, c.score, c.relevance, c.recency)  # type: ignore[arg-type]
+        for c in chosen
+    )
 
 
 def _candidates(
@@ -167,68 +260,114 @@ def _candidates(
     return list(unique.values())
 
 
-def _scored(
-    found: list[Fact], layer: str, config: PackConfig, weights: dict[str, float], now_ms: int
-) -> list[PackItem]:
-    best = max((f.score for f in found if f.score is not None), default=None)
-    half_life = config.half_life_days.get(layer)  # type: ignore[call-overload]
-    items = []
-    for fact in found:
-        if fact.score is None or best is None or best <= 0:
+def _score(
+    found: list[_Candidate], half_life: float | None, weights: dict[str, float], now_ms: int
+) -> None:
+    """Sets each candidate's relevance, recency and score (SPEC 13)."""
+    best = max((c.search_score for c in found if c.search_score is not None), default=None)
+    w_rel, w_sal = weights["relevance"], weights["salience"]
+    w_conf, w_rec = weights["confidence"], weights["recency"]
+    for c in found:
+        score = c.search_score
+        if score is None or best is None or best <= 0:
             relevance = 1.0
         else:
-            relevance = min(1.0, max(0.0, fact.score / best))
+            relevance = min(1.0, max(0.0, score / best))
         if half_life is None:
             recency = 1.0
         else:
-            age_days = max(0, now_ms - _ms(fact.updated_at)) / _DAY_MS
+            age_days = max(0, now_ms - c.updated_ms) / _DAY_MS
             recency = math.pow(0.5, age_days / half_life)
-        score = (
-            weights["relevance"] * relevance
-            + weights["salience"] * fact.salience
-            + weights["confidence"] * fact.confidence
-            + weights["recency"] * recency
-        )
-        items.append(PackItem(fact, layer, min(1.0, max(0.0, score)), relevance, recency))
-    return items
+        total = w_rel * relevance + w_sal * c.salience + w_conf * c.confidence + w_rec * recency
+        c.score, c.relevance, c.recency = min(1.0, max(0.0, total)), relevance, recency
 
 
-def _order(item: PackItem) -> tuple[float, float, int, str]:
+def _order(c: _Candidate) -> tuple[float, float, int, str]:
     """Best first: score, then higher salience, then newer (then id, for a stable order)."""
-    fact = item.fact
-    return (-item.score, -fact.salience, -_ms(fact.updated_at), fact.id)
+    return (-c.score, -c.salience, -c.updated_ms, c.id)
 
 
-def _unique(items: list[PackItem]) -> list[PackItem]:
+def _unique(items: list[_Candidate]) -> list[_Candidate]:
     """The first (best) of each fingerprint: one item held by several stores, or in two
     layers, appears once."""
     seen: set[str] = set()
     out = []
     for item in items:
-        key = item.fact.fingerprint or f"id:{item.fact.id}"
-        if key not in seen:
-            seen.add(key)
+        if item.key not in seen:
+            seen.add(item.key)
             out.append(item)
     return out
 
 
-def _fill(items: list[PackItem], config: PackConfig) -> tuple[list[PackItem], int]:
-    estimate = config.estimator or estimate_tokens
-    bullets = {id(item): bullet(item.fact.content) for item in items}  # each line once
-    chosen: list[PackItem] = []
+def _fill(items: list[_Candidate], config: PackConfig) -> tuple[list[_Candidate], int]:
+    """Items in order while the rendered text stays within the soft budget, past it the
+    ones scoring at least `overflow_min_score` within the max budget; the rest skipped.
+    Every trial is measured on the whole text it would render."""
+    lines = [bullet(c.content) for c in items]  # each line once
+    if config.estimator is None or config.estimator is estimate_tokens:
+        tokens_with = _counted_text(items, lines)
+    else:
+        tokens_with = _rendered_text(items, lines, config.estimator)
+    chosen: list[_Candidate] = []
     skipped = 0
-    for item in items:
-        trial = [*chosen, item]
-        tokens = estimate(render(trial, bullets))  # render groups by layer, keeping order
+    for index, item in enumerate(items):
+        tokens, accept = tokens_with(index)
         fits_soft = tokens <= config.soft_budget_tokens
         fits_overflow = item.score >= config.overflow_min_score and (
             tokens <= config.max_budget_tokens
         )
         if fits_soft or fits_overflow:
-            chosen = trial
+            chosen.append(item)
+            accept()
         else:
             skipped += 1
     return chosen, skipped
+
+
+TrialCounter = Callable[[int], tuple[int, Callable[[], None]]]
+
+
+def _counted_text(items: list[_Candidate], lines: list[str]) -> TrialCounter:
+    """`estimate_tokens` of the text with one more item, without rendering it: its
+    counts (characters, and dense ones at a token each) add up over the text's pieces
+    (the title, each section heading, each line), so the count is exact."""
+    state = [len(_TITLE), 0]  # characters and dense characters of the chosen text
+    headed: set[str] = set()
+
+    def trial(index: int) -> tuple[int, Callable[[], None]]:
+        line, layer = lines[index], items[index].layer
+        chars = len(line) + (0 if layer in headed else len(_HEADINGS[layer]))
+        dense = dense_count(line)
+        total, total_dense = state[0] + chars, state[1] + dense
+        tokens = total_dense + math.ceil((total - total_dense) / CHARS_PER_TOKEN)
+
+        def accept() -> None:
+            state[0], state[1] = total, total_dense
+            headed.add(layer)
+
+        return tokens, accept
+
+    return trial
+
+
+def _rendered_text(
+    items: list[_Candidate], lines: list[str], estimate: Callable[[str], int]
+) -> TrialCounter:
+    """A custom estimator sees the whole rendered text of each trial (tokenizers are
+    not additive across pieces)."""
+    chosen: list[int] = []
+
+    def trial(index: int) -> tuple[int, Callable[[], None]]:
+        trial_set = [*chosen, index]
+        parts = [_TITLE]
+        for layer in LAYER_ORDER:
+            section = [lines[i] for i in trial_set if items[i].layer == layer]
+            if section:
+                parts.append(_HEADINGS[layer])
+                parts.extend(section)
+        return estimate("".join(parts)), lambda: chosen.append(index)
+
+    return trial
 
 
 def _ms(value: datetime | None) -> int:

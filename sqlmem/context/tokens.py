@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from ..search.scripts import DENSE_CLASS
 
-__all__ = ["CHARS_PER_TOKEN", "Estimator", "estimate_tokens"]
+__all__ = ["CHARS_PER_TOKEN", "Estimator", "dense_count", "estimate_tokens"]
 
 Estimator = Callable[[str], int]
 
@@ -43,3 +43,10 @@ def estimate_tokens(text: str) -> int:
         return 0
     dense = len(_DENSE.findall(text))
     return dense + math.ceil((len(text) - dense) / CHARS_PER_TOKEN)
+
+
+def dense_count(text: str) -> int:
+    """How many characters of `text` count a token each: `estimate_tokens(text)` is
+    `dense_count(text) + ceil((len(text) - dense_count(text)) / CHARS_PER_TOKEN)`, and
+    the count adds up over concatenated pieces (the memory pack sums it per line)."""
+    return len(_DENSE.findall(text))

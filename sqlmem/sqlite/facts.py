@@ -411,6 +411,19 @@ class SQLiteFactStore:
             lambda wanted: self.search(text, wanted, mode="any", **filter_args),
         )
 
+    def layered_search(
+        self, query: str, wants: Mapping[str, int], *, min_confidence: float = 0.0
+    ) -> dict[str, list[Any]]:
+        """A memory pack's lexical candidates (SPEC 13) in one ranked statement: per layer
+        of `wants`, its best `wants[layer]` live facts for `query` in mode "any" with
+        `confidence >= min_confidence` (the newest by updated_at with a blank query), as
+        stored-fact rows for `rules.rows.facts_from_rows(rows, ranked=True)`, best first.
+        The same facts as one `search(..., layer=...)` per layer, at about the cost of
+        one (`sqlmem.sqlite.pack_search`); not part of the FactStore protocol."""
+        from .pack_search import layered_rows
+
+        return layered_rows(self._engine, self._query_compiler(), query, wants, min_confidence)
+
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
         return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)

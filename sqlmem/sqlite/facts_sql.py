@@ -37,6 +37,7 @@ __all__ = [
     "ANY_EXPIRED",
     "ANY_UNFINGERPRINTED",
     "CATEGORIES",
+    "COLUMNS",
     "COUNT",
     "DELETE_MANY",
     "DELETE_ONE",
@@ -65,6 +66,8 @@ _COLUMNS = (
     "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at,"
     " f.layer, f.kind, f.confidence, f.salience, f.refs, f.expires_at, f.fingerprint, f.hits"
 )
+#: A stored fact's columns, in the order `rules.rows.facts_from_rows` reads them.
+COLUMNS = _COLUMNS
 
 #: Expiry (SPEC 12), the one rule every read applies: a fact is live while its expires_at
 #: is NULL or later than :now (bound by the caller, the clock the twin uses too). Two

@@ -371,3 +371,55 @@ def test_eight_concurrent_runs_call_the_model_once_and_the_others_are_busy_at_on
     release.set()
     first.join(10)
     assert len(calls) == 1 and sum(o.ran for o in outcomes) == 1
+
+
+def test_eight_threads_started_together_one_runs_the_model_seven_are_busy_at_once(
+    ws: Any, tmp_path: Path
+) -> None:
+    # All eight released by one barrier, each with its own extractor (and, on SQLite, its
+    # own MemoryDB of the same file half the time): the gate is per database, so exactly
+    # one gets in and blocks in the model; the seven others return "busy" while it is
+    # still blocked, each measured from its own call.
+    _conversation(ws)
+    inside, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def blocked_model(prompt: str) -> str:
+        calls.append(prompt)
+        inside.set()
+        assert release.wait(10)
+        return json.dumps({"should_update": False, "reason": "no"})
+
+    path = getattr(ws, "path", None)
+    others = [sqlmem.open(path) for _ in range(4)] if path is not None else []
+    barrier, done = threading.Barrier(8), threading.Semaphore(0)
+    outcomes: dict[int, Any] = {}
+    waits: dict[int, float] = {}
+
+    def run(n: int) -> None:
+        db = others[n // 2] if others and n % 2 else ws
+        extractor = WorkspaceExtractor(db, blocked_model, cooldown_seconds=0)
+        barrier.wait(10)
+        started = time.monotonic()
+        outcomes[n] = extractor.run("s")
+        waits[n] = time.monotonic() - started
+        done.release()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
+    try:
+        for thread in threads:
+            thread.start()
+        assert inside.wait(10)
+        for _ in range(7):  # the seven busy ones end; the runner stays blocked
+            assert done.acquire(timeout=10)
+        assert len(outcomes) == 7 and all(o.reason == "busy" for o in outcomes.values())
+        assert not any(o.ran for o in outcomes.values()) and max(waits.values()) < 1.0
+        release.set()
+        for thread in threads:
+            thread.join(10)
+        assert len(outcomes) == 8 and len(calls) == 1
+        assert sum(o.ran for o in outcomes.values()) == 1
+    finally:
+        release.set()
+        for db in others:
+            db.close()

@@ -1,7 +1,8 @@
 """Child of test_consolidation_crash: appends turns and consolidates in a loop until killed.
 
-The fake model names the newest message it was shown ("upto m17"), so the parent can check
-that each HISTORY.md line matches exactly what was archived with it.
+The fake model prints "model" when called (the parent may aim its kill there) and names the
+newest message it was shown ("upto m17"), so the parent can check that each HISTORY.md line
+matches exactly what was archived with it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sqlmem import Consolidator, Message
 
 def model(prompt: str) -> str:
     newest = re.findall(r": (m\d+)$", prompt, flags=re.MULTILINE)[-1]
+    print("model", flush=True)  # the parent may aim its kill at the transaction that follows
     return json.dumps({"history_entry": f"upto {newest}", "memory_update": f"# Memory\n{newest}"})
 
 

@@ -59,3 +59,24 @@ def test_sigkill_during_consolidation_keeps_workspace_and_archive_consistent(
             child.wait(30)
         archived = _check(path)
     assert archived > 0  # consolidation did run between the kills
+
+
+def test_sigkill_aimed_at_the_consolidation_transaction(tmp_path: Path) -> None:
+    """The kill lands within a few ms after the model answered: while the HISTORY.md
+    entry, MEMORY.md and the archive are being written in their one transaction."""
+    path = tmp_path / "memory.db"
+    rng = random.Random(1717)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    archived = 0
+    for _ in range(KILLS):
+        with subprocess.Popen(
+            [sys.executable, str(CHILD), str(path)], stdout=subprocess.PIPE, env=env
+        ) as child:
+            assert child.stdout is not None and child.stdout.readline() == b"ready\n"
+            for _ in range(rng.randint(1, 3)):  # the n-th consolidation of this child
+                assert child.stdout.readline() == b"model\n"
+            time.sleep(rng.uniform(0, 0.004))  # where in the write to die, not a wait
+            child.send_signal(signal.SIGKILL)
+            child.wait(30)
+        archived = _check(path)
+    assert archived > 0
