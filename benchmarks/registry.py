@@ -73,9 +73,9 @@ REGISTRY: list[Entry] = [
     Entry("P1", "peers", "peers:p1_append"),
     Entry("P2", "peers", "peers:p2_recent"),
     Entry("P3", "peers", "peers:p3_fact_search"),
-    Entry("P4", "adapters", "peers:p4_session"),
-    Entry("P5", "adapters", "peers:p5_store"),
-    Entry("P6", "adapters", "peers:p6_saver"),
+    Entry("P4", "adapters", "peer_adapters:p4_session"),
+    Entry("P5", "adapters", "peer_adapters:p5_store"),
+    Entry("P6", "adapters", "peer_adapters:p6_saver"),
     Entry("AD", "adapters", "adapters:adapter_workloads", placeholders=(
         ("AD adapters, 4 processes x 4 threads on one file (vs the frameworks' backends)",
          "no error; at least as fast"),
