@@ -67,8 +67,8 @@ def test_every_workload_reports_with_json_and_chart(tmp_path: Path) -> None:
     for row in measured[:5]:
         assert any(label and label.startswith(row["workload"][:40]) for label in labels)
     # Issue 22's decision on W1 is applied to the row W1 emits.
-    (w1,) = [r for r in data["results"]
-             if r["workload"] == "W1 append, history_search on (vs raw + FTS triggers)"]  # fmt: skip
+    w1_name = "W1 append, history_search on (vs raw + FTS triggers)"
+    (w1,) = [r for r in data["results"] if r["workload"] == w1_name]
     assert w1["limit"] == 1.15
 
 
