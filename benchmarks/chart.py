@@ -7,13 +7,17 @@ row's targets as red ticks, and the range over the runs as a thin whisker.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
+import sys
 from html import escape
 from pathlib import Path
+from typing import Any
 
 from .harness import Row
 
-__all__ = ["write_chart"]
+__all__ = ["rows_from_json", "write_chart"]
 
 LO, HI = 0.1, 100.0  # the axis, in ratio
 LABEL_W, PLOT_W, LINE_H, TOP = 430, 520, 26, 58
@@ -66,9 +70,17 @@ def _label(row: Row) -> str:
     return text if len(text) <= 72 else text[:70] + "…"
 
 
+def _charted(row: Row) -> bool:
+    """Measured rows with a ratio; tail-latency rows only when they carry a target (the
+    chart is for the targets: the table has every p99)."""
+    if row.skipped is not None or (row.ratio is None and row.peer_ratio is None):
+        return False
+    return not row.metric.startswith("p99") or row.limit is not None or row.peer is not None
+
+
 def write_chart(path: Path, rows: list[Row], *, title: str = "sqlmem benchmarks") -> Path:
     """Write the chart of `rows` (those with a ratio or a peer ratio) to `path`."""
-    shown = [r for r in rows if r.skipped is None and (r.ratio is not None or r.peer_ratio)]
+    shown = [r for r in rows if _charted(r)]
     height = TOP + LINE_H * max(1, len(shown)) + 40
     width = LABEL_W + PLOT_W + 70
     out = [
@@ -99,3 +111,21 @@ def write_chart(path: Path, rows: list[Row], *, title: str = "sqlmem benchmarks"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     return path
+
+
+def rows_from_json(data: dict[str, Any]) -> list[Row]:
+    """The rows of a results.json (to chart a saved run again)."""
+    names = {f.name for f in dataclasses.fields(Row)}
+    rows = []
+    for found in data["results"]:
+        fields = {k: v for k, v in found.items() if k in names}
+        for key in ("sqlmem", "raw"):  # null in JSON for nan
+            fields[key] = math.nan if fields.get(key) is None else fields[key]
+        rows.append(Row(**fields))
+    return rows
+
+
+if __name__ == "__main__":  # python -m benchmarks.chart results.json chart.svg [title]
+    saved = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    title = sys.argv[3] if len(sys.argv) > 3 else "sqlmem benchmarks"
+    print(write_chart(Path(sys.argv[2]), rows_from_json(saved), title=title))

@@ -180,7 +180,7 @@ with open(sys.argv[1], "wb") as f:
         for k in range(100_000):
             x += k * k
         n += 1
-        if n % 2 == 0:
+        if n % 10 == 0:
             f.seek(0)
             f.write(buf)
             f.flush()

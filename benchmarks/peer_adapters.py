@@ -49,7 +49,7 @@ def p4_session(ctx: Context) -> list[Row]:
 
     from sqlmem.adapters.openai_agents import SqlmemSession
 
-    n = max(ctx.sizes.w1_messages // 4, 40)
+    n = max(ctx.sizes.w1_messages // 10, 40)
     rows = ctx.corpus.messages(n, 1, seed=65)
     items = [_item(r.role, r.content) for r in rows]
     mine = SqlmemSession("s", ctx.folder("p4-sqlmem") / "memory.db")

@@ -13,6 +13,8 @@ A workload may raise `harness.Skip("reason")` (no PostgreSQL server, no peer ins
 from __future__ import annotations
 
 import importlib
+import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -121,6 +123,11 @@ def run_entry(entry: Entry, ctx: Context) -> list[Row]:
         return _skipped(entry, str(why))
     except ImportError as exc:  # the module, or one of its optional dependencies
         return _skipped(entry, f"not importable: {exc}")
+    except Exception as exc:  # a broken workload fails its row, not the whole run
+        traceback.print_exc(file=sys.stderr)
+        nan = float("nan")
+        return [Row(entry.id, "-", nan, nan, None, group=entry.group,
+                    failed_condition=f"error: {exc!r}")]  # fmt: skip
     for row in rows:
         row.group = entry.group
         override = TARGETS.get((row.workload, row.metric))

@@ -18,7 +18,7 @@ import sqlmem
 from .harness import Row
 from .raw import FTS_PAGE_SIZE, PRAGMAS
 
-__all__ = ["environment", "markdown", "write_results"]
+__all__ = ["environment", "markdown", "side_by_side", "write_results"]
 
 
 def _cpu_model() -> str:
@@ -191,3 +191,57 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return str(value)
+
+
+def _cell(row: dict[str, Any] | None, key: str, span_key: str) -> str:
+    if row is None:
+        return "-"
+    return _ratio_cell(row.get(key), row["extra"].get(span_key))
+
+
+def _result(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "-"
+    if row["status"] == "skipped":
+        return "skipped"
+    runs = row["extra"].get("runs", 1)
+    if row["status"] in {"PASS", "FAIL"} and runs > 1:
+        return f"{row['status']} {row['extra'].get('runs_passed', 0)}/{runs}"
+    return str(row["status"])
+
+
+def _shift(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str) -> float | None:
+    if a is None or b is None or not a.get(key) or not b.get(key):
+        return None
+    return float(b[key]) / float(a[key])
+
+
+def side_by_side(idle: dict[str, Any], loaded: dict[str, Any]) -> str:
+    """The README's table: two results.json (idle, then `--load N`) row by row, with the
+    rows whose ratio moved by more than 25% marked."""
+    keyed = {(r["workload"], r["metric"]): r for r in loaded["results"]}
+    load = loaded["run"].get("load", "?")
+    lines = [
+        f"| group | workload | metric | target | idle: vs raw | vs best peer | result | "
+        f"--load {load}: vs raw | vs best peer | result | moved |",
+        "|---|---|---|---|---:|---:|---|---:|---:|---|---|",
+    ]
+    for a in idle["results"]:
+        b = keyed.get((a["workload"], a["metric"]))
+        moved = [f"{name} x{m:.2f}" for name, m in (
+            ("raw", _shift(a, b, "ratio")), ("peer", _shift(a, b, "peer_ratio")),
+        ) if m is not None and (m > 1.25 or m < 0.8)]  # fmt: skip
+        peer = f" ({a['peer_name']})" if a.get("peer_name") else ""
+        lines.append(
+            f"| {a['group']} | {a['workload']} | {a['metric']} | {a['target']} | "
+            f"{_cell(a, 'ratio', 'ratio_range')} | {_cell(a, 'peer_ratio', 'peer_ratio_range')}"
+            f"{peer} | {_result(a)} | {_cell(b, 'ratio', 'ratio_range')} | "
+            f"{_cell(b, 'peer_ratio', 'peer_ratio_range')} | {_result(b)} | "
+            f"{', '.join(moved) or '-'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":  # python -m benchmarks.report IDLE.json LOADED.json
+    first, second = (json.loads(Path(p).read_text(encoding="utf-8")) for p in sys.argv[1:3])
+    print(side_by_side(first, second), end="")

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.chart import write_chart
+from benchmarks.chart import rows_from_json, write_chart
 from benchmarks.context import SIZES, Context
 from benchmarks.data import Corpus
 from benchmarks.harness import Row, background_load, with_peers
 from benchmarks.registry import GROUPS, REGISTRY, TARGETS, Entry, run_entry
+from benchmarks.report import side_by_side
 from benchmarks.runner import merge_runs, select
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +49,7 @@ def test_every_workload_reports_with_json_and_chart(tmp_path: Path) -> None:
     for row in data["results"]:
         assert row["status"] in {"PASS", "FAIL", "report", "skipped"}
         assert (row["status"] == "skipped") == (row["skipped"] is not None)
+        assert not (row["failed_condition"] or "").startswith("error:"), row
         assert row["group"] in GROUPS
     # The copy is the same standard JSON (nan written as null, never NaN).
     assert json.loads(js.read_text(encoding="utf-8")) == data
@@ -76,6 +78,11 @@ def test_runs_groups_and_load(tmp_path: Path) -> None:
     data = _run(tmp_path, "--only", "W3,context", "--runs", "2", "--load", "1")
     assert data["run"]["workloads"] == ["W3", "W9"]
     assert data["run"]["runs"] == 2 and data["run"]["load"] == 1
+    # A saved run charts again, and compares with itself row by row.
+    assert write_chart(tmp_path / "again.svg", rows_from_json(data)).stat().st_size > 0
+    table = side_by_side(data, data).splitlines()
+    assert len(table) == 2 + len(data["results"])
+    assert all(line.endswith("| - |") for line in table[2:])  # nothing moved
     (pid,) = data["run"]["load_pids"]
     assert not Path(f"/proc/{pid}").exists() or _is_zombie_or_other(pid)
     for row in data["results"]:
@@ -131,6 +138,9 @@ def test_a_missing_module_gives_its_placeholder_rows(tmp_path: Path) -> None:
     assert "no_such_module" in (rows[0].skipped or "")
     missing = run_entry(Entry("X2", "tools", "harness:no_such_function"), _ctx(tmp_path))
     assert [(r.workload, r.status) for r in missing] == [("X2", "skipped")]
+    broken = run_entry(Entry("X3", "tools", "harness:percentile"), _ctx(tmp_path))
+    assert [(r.workload, r.status) for r in broken] == [("X3", "FAIL")]
+    assert (broken[0].failed_condition or "").startswith("error: TypeError")
 
 
 def test_target_overrides_name_rows_that_exist() -> None:
