@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -167,6 +168,8 @@ def _measure(
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
+    # A terminated run still stops its load processes and removes its databases.
+    signal.signal(signal.SIGTERM, _terminated)
     size = "smoke" if args.smoke else "quick" if args.quick else "full"
     sizes = SIZES[size]
     if args.w6_seconds is not None:
@@ -209,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)
     return 0
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _chart_title(env: dict[str, Any], meta: dict[str, Any]) -> str:
