@@ -9,15 +9,27 @@ cost / raw cost": 1.0 means as fast as raw apsw, 2.0 means twice the time per op
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
-from collections.abc import Callable, Sequence
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from time import perf_counter_ns
 from typing import Any
 
+
+class Skip(Exception):
+    """Raised by a workload that cannot run here (no server, an optional peer missing):
+    the runner reports its rows as skipped, with this reason, and goes on."""
+
+
 __all__ = [
     "Row",
+    "Skip",
+    "background_load",
     "latency_interleaved",
     "percentile",
     "throughput_rounds",
@@ -109,19 +121,96 @@ class Row:
     extra: dict[str, Any] = field(default_factory=dict)
     #: Overrides PASS/FAIL when a non-ratio condition (e.g. agreement) fails.
     failed_condition: str | None = None
+    #: The fastest peer (another library doing the same work) in the same run: its
+    #: figure in the row's metric, its name, and "sqlmem cost / that peer's cost".
+    peer: float | None = None
+    peer_name: str | None = None
+    peer_ratio: float | None = None
+    #: The limit on `peer_ratio` (1.0 = at least as fast as the best peer), or None.
+    peer_limit: float | None = None
+    #: Set by the runner: the workload's group, and why the row was not measured.
+    group: str = ""
+    skipped: str | None = None
 
     @property
     def status(self) -> str:
-        if self.limit is None or self.ratio is None:
-            return "report" if self.failed_condition is None else "FAIL"
-        if self.failed_condition is not None or self.ratio > self.limit:
+        if self.skipped is not None:
+            return "skipped"
+        if self.failed_condition is not None:
             return "FAIL"
-        return "PASS"
+        limits = [(self.ratio, self.limit), (self.peer_ratio, self.peer_limit)]
+        judged = [(r, lim) for r, lim in limits if lim is not None and r is not None]
+        if not judged:
+            return "report"
+        return "FAIL" if any(r > lim for r, lim in judged) else "PASS"
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["status"] = self.status
         return data
+
+
+def with_peers(row: Row, peers: dict[str, float], *, rate: bool, limit: float | None) -> Row:
+    """Attach the best of `peers` ({name: figure in the row's metric}) to `row`.
+
+    `rate`: figures are operations per second (higher is better), else a time (lower is
+    better). Peers that could not run are simply absent; with none, the row has no peer.
+    """
+    found = {name: v for name, v in peers.items() if v == v and v > 0}  # drop nan, zero
+    if not found:
+        return row
+    pick = max if rate else min
+    name = pick(found, key=lambda n: found[n])
+    best = found[name]
+    row.peer, row.peer_name, row.peer_limit = best, name, limit
+    row.peer_ratio = (best / row.sqlmem if rate else row.sqlmem / best) if row.sqlmem else None
+    row.extra["peers"] = dict(found)
+    return row
+
+
+#: A busy neighbour (`--load N`): a pure-Python spin loop holding one core, with 1 MB
+#: written and fsynced about ten times a second, so the disk's queue is shared too.
+_LOAD_CODE = """
+import os, sys
+buf = os.urandom(1 << 20)
+with open(sys.argv[1], "wb") as f:
+    n = 0
+    while True:
+        x = 0
+        for k in range(100_000):
+            x += k * k
+        n += 1
+        if n % 10 == 0:
+            f.seek(0)
+            f.write(buf)
+            f.flush()
+            os.fsync(f.fileno())
+"""
+
+
+@contextlib.contextmanager
+def background_load(count: int, folder: Path) -> Iterator[list[int]]:
+    """Run `count` busy processes for the duration of the block; yields their pids.
+
+    They are started before the measurement and stopped (terminated, then killed if
+    they linger) after it, whatever happens inside."""
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for i in range(count):
+            procs.append(subprocess.Popen(
+                [sys.executable, "-c", _LOAD_CODE, str(folder / f"load-{i}.bin")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ))  # fmt: skip
+        yield [p.pid for p in procs]
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 def cost_ratio_rate(sqlmem_rate: float, raw_rate: float) -> float:
