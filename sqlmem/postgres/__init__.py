@@ -40,6 +40,10 @@ __all__ = [
 ]
 
 
+#: The row key of a scope is this prefix and its id (`PostgresBackend.open_scope`).
+SCOPE_PREFIX = "scope:"
+
+
 class PostgresBackend:
     """One PostgreSQL database shared by every agent of a `MemoryFactory`.
 
@@ -59,6 +63,15 @@ class PostgresBackend:
     def open(self, agent_id: str, config: StoreConfig | None = None) -> PostgresDB:
         """The agent's database (rows of the shared one); close() releases nothing shared."""
         return PostgresDB(self._pools, agent_id, config, owns_pools=False, embedder=self._embedder)
+
+    def open_scope(self, scope_id: str, config: StoreConfig | None = None) -> PostgresDB:
+        """A scope's database (SPEC 8: memory several agents share), for
+        `MemoryFactory.resolve_scope`. Its rows are keyed `scope:{scope_id}`, which no
+        agent id can be (':' is not allowed in one): an agent and a scope of the same
+        name never see each other's rows."""
+        return PostgresDB(
+            self._pools, scope_id, config, owns_pools=False, embedder=self._embedder, scope=True
+        )
 
     @property
     def closed(self) -> bool:
@@ -81,7 +94,10 @@ class PostgresBackend:
 
 
 class PostgresDB:
-    """One agent's memory on PostgreSQL: `.history`, `.facts`, `.docs`, `.config`, `close()`."""
+    """One agent's memory on PostgreSQL: `.history`, `.facts`, `.docs`, `.config`, `close()`.
+
+    `agent_id` is the key of its rows: the agent id, or `scope:{scope_id}` for a scope.
+    """
 
     def __init__(
         self,
@@ -91,8 +107,12 @@ class PostgresDB:
         *,
         owns_pools: bool,
         embedder: Any = None,
+        scope: bool = False,
     ) -> None:
-        validate_agent_id(agent_id)
+        if scope:  # rows keyed apart from every agent's
+            agent_id = SCOPE_PREFIX + validate_agent_id(agent_id, "scope_id")
+        else:
+            validate_agent_id(agent_id)
         if config is None:
             config = StoreConfig()
         elif not isinstance(config, StoreConfig):
