@@ -10,7 +10,8 @@
 --   transaction that adds one; gone with their document.
 -- * document_blocks: the content cut into blocks (runs of non-blank lines, the same rule
 --   as every backend: sqlmem.rules.doc_blocks) with their line numbers, each block's
---   tokens as a tsvector built by sqlmem (as messages and facts) and their count. BM25's
+--   tokens as a tsvector built by sqlmem (as messages and facts) and their count. An edit
+--   replaces only the blocks around the change and moves the ones after it. BM25's
 --   N and mean length are corpus_stats' corpus 3 (every block of the agent counts, as in
 --   FTS5 and the in-memory twin); its row is also the lock that orders an agent's
 --   document writers.
@@ -47,7 +48,10 @@ CREATE TABLE document_blocks (
     text       text NOT NULL,
     doc_len    integer NOT NULL,
     tsv        tsvector NOT NULL,
-    PRIMARY KEY (agent_id, path, start_line),
+    -- Checked at the end of each statement, not row by row: an edit that adds or removes
+    -- lines moves the blocks after it in one UPDATE (start_line + delta), whose rows
+    -- pass each other's old numbers on the way.
+    PRIMARY KEY (agent_id, path, start_line) DEFERRABLE INITIALLY IMMEDIATE,
     FOREIGN KEY (agent_id, path) REFERENCES documents (agent_id, path) ON DELETE CASCADE
 );
 

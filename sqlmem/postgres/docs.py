@@ -13,9 +13,9 @@ Every content-changing write first takes the agent's document corpus row
 IMMEDIATE), so a read-decide-write (edit, append, a revision number) never races another
 server, and the statistics stay exact. Other agents never wait.
 
-Unlike the SQLite store, a changed content re-indexes all its blocks (one DELETE and one
-INSERT of arrays): a block's key is its first line, which an edit above it moves.
-Contents are stored through the NUL escaping of `codec`; paths are ASCII and stored as is.
+As in the SQLite store, a change of content re-indexes only the blocks around it (one
+DELETE, one UPDATE moving the blocks after it when the line count changed, one INSERT of
+arrays). Contents are stored through the NUL escaping of `codec`; paths are ASCII and stored as is.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from ..doc_records import (
     RevisionInfo,
 )
 from ..errors import DocumentNotFoundError
-from ..rules.doc_blocks import split_blocks
+from ..rules.doc_blocks import Block, changed_lines, lines_between, split_blocks
 from ..rules.doc_folders import read_folder, write_folder
 from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
 from ..rules.documents import (
@@ -113,9 +113,8 @@ class PostgresDocumentStore:
             check_bool(enabled, "enabled")
         if sort_order is not None:
             sort_order = check_sort_order(sort_order)
-        blocks = self._blocks(content)  # tokenized before the transaction
         with self._engine.write() as conn:
-            done = self._put(conn, path, content, size, enabled, sort_order, now_ms(), blocks)
+            done = self._put(conn, path, content, size, enabled, sort_order, now_ms())
         return build_write(path, done.created, done.overwritten, size, done.revision)
 
     def edit(self, path: str, old_text: str, new_text: str, *, replace_all: bool = False) -> int:
@@ -127,7 +126,7 @@ class PostgresDocumentStore:
             content, count = edited(row[6], old_text, new_text, replace_all)
             if content != row[6]:
                 size = check_content(content, "edited content")
-                self._put(conn, path, content, size, None, None, now_ms(), None, row)
+                self._put(conn, path, content, size, None, None, now_ms(), row)
         return count
 
     def append(self, path: str, text: str) -> Document:
@@ -145,7 +144,7 @@ class PostgresDocumentStore:
             row = self._locked_row(conn, path)
             content = appended(row[6] if row else heading, text)
             size = check_content(content, "appended content")
-            done = self._put(conn, path, content, size, None, None, now_ms(), None, row)
+            done = self._put(conn, path, content, size, None, None, now_ms(), row)
         return build_document(
             path,
             content,
@@ -190,12 +189,11 @@ class PostgresDocumentStore:
 
     def import_dir(self, folder: str | os.PathLike[str]) -> DocumentImport:
         found, skipped = read_folder(folder)  # before the transaction: file reads are slow
-        prepared = [(p, c, check_content(c), self._blocks(c)) for p, c in found]
         created = updated = unchanged = 0
         now = now_ms()
         with self._engine.write() as conn:  # one transaction: all files or none
-            for path, content, size, blocks in prepared:
-                done = self._put(conn, path, content, size, None, None, now, blocks)
+            for path, content in found:
+                done = self._put(conn, path, content, check_content(content), None, None, now)
                 created += done.created
                 updated += done.overwritten
                 unchanged += not (done.created or done.overwritten)
@@ -218,19 +216,17 @@ class PostgresDocumentStore:
         enabled: bool | None,
         sort_order: int | None,
         now: int,
-        blocks: dict[str, Any] | None = None,
         row: tuple[Any, ...] | None = None,
     ) -> _Put:
         """Store `content` at `path` inside the caller's transaction (`row`: the
-        `_locked_row` when the caller already read it; `blocks`: `_blocks(content)` when
-        the caller tokenized it before the transaction)."""
+        `_locked_row` when the caller already read it)."""
         if row is None:
             row = self._locked_row(conn, path)
         if row is None:
             on, order = new_flags(path, enabled, sort_order)
             params = self._key(path, enabled=on, order=order, size=size, now=now)
             conn.execute(sql.INSERT, {**params, "content": encode(content)})
-            self._write_blocks(conn, path, content, blocks)
+            self._insert_blocks(conn, path, split_blocks(content), 0)
             return _Put(True, False, on, order, 1, now, now)
         old_on, old_order, revision, created_ms, updated_ms = row[:5]
         on = old_on if enabled is None else enabled
@@ -247,42 +243,55 @@ class PostgresDocumentStore:
         conn.execute(
             sql.UPDATE_CONTENT, {**key, "content": encode(content), "size": size, "now": now}
         )
-        self._write_blocks(conn, path, content, blocks, replace=True)
+        self._write_blocks(conn, path, row[6], content)
         return _Put(False, True, on, order, revision + 1, created_ms, now)
 
-    def _blocks(self, content: str) -> dict[str, Any]:
-        """INSERT_BLOCKS' arrays for a content (blocks, tokens, tsvectors): no lock held."""
-        starts, ends, texts, lens, tsvs = [], [], [], [], []
-        for block in split_blocks(content):
-            tokens = self._compiler.tokens(segment(block.text) or block.text)
-            starts.append(block.start_line)
-            ends.append(block.end_line)
-            texts.append(encode(block.text))
-            lens.append(len(tokens))
-            tsvs.append(tsvector(tokens))
-        return {"starts": starts, "ends": ends, "texts": texts, "lens": lens, "tsvs": tsvs}
+    def _write_blocks(self, conn: Conn, path: str, old: str, new: str) -> None:
+        """Bring the document's blocks from `old`'s to `new`'s, as the SQLite store does:
+        only the blocks around the change are replaced (`changed_lines`, widened to the
+        blocks that touch it, which a change may merge or split), the blocks after it
+        move by the change in line count. So an append or an edit of one passage costs
+        about the same on a large document as on a small one."""
+        change = changed_lines(old, new)
+        around = self._key(path, first=change.first - 1, last=change.old_last + 1)
+        gone = conn.execute(sql.DELETE_BLOCKS_AROUND, around).fetchall()
+        first = min([change.first, *(start for start, _, _ in gone)])
+        old_last = max([change.old_last, *(end for _, end, _ in gone)])
+        delta = change.new_last - change.old_last
+        if delta:
+            conn.execute(sql.SHIFT_BLOCKS, self._key(path, delta=delta, after=old_last))
+        region = lines_between(new, change, first, old_last + delta)
+        self._insert_blocks(
+            conn, path, split_blocks(region), first - 1, len(gone), sum(n for _, _, n in gone)
+        )
 
-    def _write_blocks(
+    def _insert_blocks(
         self,
         conn: Conn,
         path: str,
-        content: str,
-        blocks: dict[str, Any] | None,
-        *,
-        replace: bool = False,
+        blocks: builtins.list[Block],
+        offset: int,
+        gone: int = 0,
+        gone_tokens: int = 0,
     ) -> None:
-        """The document's blocks and their share of the statistics, from `content`."""
-        if blocks is None:
-            blocks = self._blocks(content)
-        added = {"docs": len(blocks["lens"]), "tokens": sum(blocks["lens"])}
-        if replace:
-            conn.execute(sql.REPLACE_BLOCKS, self._key(path, **added))
-        elif added["docs"]:
+        """Insert `blocks` (lines moved by `offset`) in one statement, and move the
+        statistics by them minus the `gone` blocks of `gone_tokens` tokens."""
+        starts, ends, texts, lens, tsvs = [], [], [], [], []
+        for block in blocks:
+            tokens = self._compiler.tokens(segment(block.text) or block.text)
+            starts.append(block.start_line + offset)
+            ends.append(block.end_line + offset)
+            texts.append(encode(block.text))
+            lens.append(len(tokens))
+            tsvs.append(tsvector(tokens))
+        if blocks:
+            arrays = {"starts": starts, "ends": ends, "texts": texts, "lens": lens, "tsvs": tsvs}
+            conn.execute(sql.INSERT_BLOCKS, self._key(path, **arrays))
+        if len(blocks) != gone or sum(lens) != gone_tokens:
             conn.execute(
-                sql.UPDATE_STATS, (added["docs"], added["tokens"], self._agent, sql.DOCUMENTS)
+                sql.UPDATE_STATS,
+                (len(blocks) - gone, sum(lens) - gone_tokens, self._agent, sql.DOCUMENTS),
             )
-        if added["docs"]:
-            conn.execute(sql.INSERT_BLOCKS, self._key(path, **blocks))
 
     def _revision_content(self, conn: Conn, path: str, revision: int) -> str:
         """The content of `revision` (the current one, or a kept previous one)."""

@@ -15,6 +15,7 @@ __all__ = [
     "CANDIDATES_PREFIX",
     "COUNT",
     "DELETE",
+    "DELETE_BLOCKS_AROUND",
     "DOCUMENTS",
     "ENABLED_CONTENTS",
     "INSERT",
@@ -29,12 +30,12 @@ __all__ = [
     "READ",
     "READ_CONTENTS",
     "READ_REVISION",
-    "REPLACE_BLOCKS",
     "REVISIONS",
     "SELECT_BLOCKS",
     "SELECT_FOR_WRITE",
     "SET_ENABLED",
     "SET_SORT_ORDER",
+    "SHIFT_BLOCKS",
     "STATS",
     "UPDATE_CONTENT",
     "UPDATE_FLAGS",
@@ -89,16 +90,17 @@ WITH gone AS (
 DELETE FROM documents WHERE {_ONE} RETURNING 1
 """
 
-#: The old blocks of a document go and the statistics move by the new blocks' counts
-#: (`%(docs)s`, `%(tokens)s`) minus theirs; the new blocks follow (`INSERT_BLOCKS`).
-REPLACE_BLOCKS = f"""
-WITH gone AS (
-    DELETE FROM document_blocks WHERE {_ONE} RETURNING doc_len
-)
-UPDATE corpus_stats
-SET docs = docs + %(docs)s - (SELECT count(*) FROM gone),
-    tokens = tokens + %(tokens)s - (SELECT coalesce(sum(doc_len), 0) FROM gone)
-WHERE agent_id = %(agent)s AND corpus = {DOCUMENTS}
+#: The blocks touching lines `%(first)s`..`%(last)s` go (an edit's neighbourhood: a change
+#: may merge or split them); returns their lines and token counts.
+DELETE_BLOCKS_AROUND = f"""
+DELETE FROM document_blocks
+WHERE {_ONE} AND start_line <= %(last)s AND end_line >= %(first)s
+RETURNING start_line, end_line, doc_len
+"""
+#: The blocks after a change move by its change in line count.
+SHIFT_BLOCKS = f"""
+UPDATE document_blocks SET start_line = start_line + %(delta)s, end_line = end_line + %(delta)s
+WHERE {_ONE} AND start_line > %(after)s
 """
 #: Every block of a content in one statement (arrays, one round trip).
 INSERT_BLOCKS = """
