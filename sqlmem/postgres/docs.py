@@ -64,7 +64,7 @@ from . import docs_sql as sql
 from .codec import decode, encode
 from .engine import Conn, Engine
 from .fact_params import rarest
-from .ranking import best, lexemes, single_lexemes, tsquery, tsvector
+from .ranking import MAX_LEXEME, best, lexemes, single_lexemes, tsquery, tsvector
 
 __all__ = ["PostgresDocumentStore"]
 
@@ -283,7 +283,7 @@ class PostgresDocumentStore:
             ends.append(block.end_line + offset)
             texts.append(encode(block.text))
             lens.append(len(tokens))
-            tsvs.append(tsvector(tokens))
+            tsvs.append(tsvector(_within_tsvector_limit(tokens)))
         if blocks:
             arrays = {"starts": starts, "ends": ends, "texts": texts, "lens": lens, "tsvs": tsvs}
             conn.execute(sql.INSERT_BLOCKS, self._key(path, **arrays))
@@ -415,6 +415,39 @@ class PostgresDocumentStore:
         with self._engine.read() as conn:  # one statement: the files agree with each other
             rows = conn.execute(sql.READ_CONTENTS, {"agent": self._agent}).fetchall()
         return write_folder(folder, [(p, decode(c)) for p, c in rows])
+
+
+#: PostgreSQL refuses a tsvector whose lexemes and positions take more than 1 MiB - 1;
+#: a margin below it.
+_MAX_TSVECTOR_BYTES = 1_000_000
+
+
+def _within_tsvector_limit(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    """`tokens` without those that would take the block's tsvector past PostgreSQL's
+    limit (each lexeme costs its UTF-8 bytes, 2-byte alignment and count, and 2 bytes
+    per position, of which `ranking.tsvector` keeps 256). SPEC 14 takes any content up
+    to 10 MiB, so a block of some 80,000 distinct words or more (a pasted log) is stored
+    whole and found by its first words; its later new words are not searchable (its
+    length, for BM25, stays whole). Facts and messages, without such a promise, refuse
+    such a row instead."""
+    if len(tokens) * 2 + sum(map(len, tokens)) * 4 <= _MAX_TSVECTOR_BYTES // 2:
+        return tokens
+    positions: dict[str, int] = {}
+    size = 0
+    kept = []
+    for token in tokens:
+        lexeme = token[:MAX_LEXEME]
+        count = positions.get(lexeme)
+        if count is None:
+            cost = len(lexeme.encode("utf-8", "surrogatepass")) + 1 + 2 + 2
+        else:
+            cost = 2 if count < 256 else 0
+        if size + cost > _MAX_TSVECTOR_BYTES:
+            continue
+        size += cost
+        positions[lexeme] = (count or 0) + 1
+        kept.append(token)
+    return tuple(kept)
 
 
 def _not_found(path: str) -> DocumentNotFoundError:

@@ -17,7 +17,6 @@ from sqlmem import AgentMemoryConfig, Fact, MemoryFactory, Message, StoreConfig
 from sqlmem.errors import (
     DocumentNotFoundError,
     InvalidAgentIdError,
-    InvalidArgumentError,
     SqlmemError,
     StorageBusyError,
 )
@@ -102,22 +101,42 @@ def test_appends_from_several_servers_are_all_kept_in_order_of_revision(pg_dsn: 
             b.close()
 
 
-def test_import_dir_is_one_transaction(open_pg: Any, tmp_path: Path) -> None:
-    db = open_pg()
+def test_import_dir_is_one_transaction(open_pg: Any, pg_dsn: str, tmp_path: Path) -> None:
+    """MEMORY.md (new, path order first) is written, then notes/a.md's row is held by
+    another client past the busy timeout: the import fails whole."""
+    db = open_pg(busy_timeout_ms=200)
+    db.docs.write("notes/a.md", "old")
     (tmp_path / "notes").mkdir()
     (tmp_path / "MEMORY.md").write_text("memory text")
-    # The files are written in path order: MEMORY.md first, then one whose index is past
-    # PostgreSQL's 1 MB tsvector limit (refused, as a fact's would be): nothing is kept.
-    many_words = " ".join(f"w{i}x" for i in range(200_000))
-    (tmp_path / "notes" / "a.md").write_text(many_words)
-    with pytest.raises(InvalidArgumentError, match="too large"):
-        db.docs.import_dir(tmp_path)
-    assert db.docs.list() == []
-    assert db.check().ok
-    (tmp_path / "notes" / "a.md").write_text("small")
-    assert db.docs.import_dir(tmp_path).created == 2
+    (tmp_path / "notes" / "a.md").write_text("new")
+    with psycopg.connect(pg_dsn) as holder:
+        holder.execute(
+            "SELECT 1 FROM documents WHERE agent_id = %s AND path = 'notes/a.md' FOR UPDATE",
+            (db.agent_id,),
+        )
+        with pytest.raises(StorageBusyError):
+            db.docs.import_dir(tmp_path)
+        holder.rollback()
+    assert db.docs.read("MEMORY.md") is None
+    assert db.docs.read("notes/a.md").content == "old"
+    done = db.docs.import_dir(tmp_path)
+    assert (done.created, done.updated) == (1, 1)
     assert db.docs.export_dir(tmp_path / "out") == 2
-    assert (tmp_path / "out" / "notes" / "a.md").read_text() == "small"
+    assert (tmp_path / "out" / "notes" / "a.md").read_text() == "new"
+    assert db.check().ok
+
+
+def test_a_block_past_the_tsvector_limit_is_stored_whole(open_pg: Any) -> None:
+    """SPEC 14 takes any content up to 10 MiB; PostgreSQL's tsvector holds 1 MiB of
+    lexemes: the block is stored whole, found by its first words."""
+    db = open_pg()
+    many_words = " ".join(f"w{i}x" for i in range(200_000))  # ~1.4 MB of distinct words
+    db.docs.write("notes/log.md", many_words)
+    assert db.docs.read("notes/log.md").content == many_words
+    assert [h.start_line for h in db.docs.search("w5x")] == [1]
+    assert db.docs.search("w199999x") == []  # past the limit: not indexed
+    db.docs.append("notes/log.md", "tail words")
+    assert db.check().ok
 
 
 # -- atomic() ---------------------------------------------------------------------------------
