@@ -10,6 +10,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pgserver import new_agent_id
 
 import sqlmem.postgres as sp
@@ -20,6 +22,7 @@ from sqlmem.errors import (
     SqlmemError,
     StorageBusyError,
 )
+from sqlmem.memory.docs import InMemoryDocumentStore
 
 
 def _user(text: str) -> Message:
@@ -333,3 +336,82 @@ def test_an_unknown_revision_is_not_found(open_pg: Any) -> None:
         db.docs.read_revision("MEMORY.md", 1)
     assert db.docs.read_revision("MEMORY.md", 2) == "v2"
     assert db.docs.restore("MEMORY.md", 2).revision == 4
+
+
+# -- hostile input: always bound, and any query agrees with the twin --------------------------
+
+MARK = "zq9mark"
+HOSTILE = [
+    f"'); DROP TABLE documents; -- {MARK}",
+    f"{MARK}' OR '1'='1",
+    f"{MARK} \\x00 \x00 nul",
+    f"{MARK} $1 %s %(agent)s {{}}",
+    f"{MARK}:* & | ! <-> '\\'",
+    f"{MARK} 跑步 😀 \ue000",
+]
+
+
+def test_hostile_contents_queries_and_prefixes_are_bound(
+    open_pg: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, neighbour = open_pg(), open_pg()
+    seen: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def traced(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(query.decode() if isinstance(query, bytes) else str(query))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", traced)
+    for i, value in enumerate(HOSTILE):
+        path = f"notes/{i}.md"
+        db.docs.write(path, value)
+        db.docs.edit(path, MARK, MARK + MARK)
+        db.docs.append(path, value)
+        assert db.docs.read_revision(path, 1) == value
+        assert db.docs.search(value, prefix="notes/")[0].path == path
+        assert db.docs.search(value, prefix=value) == [] and db.docs.list(value) == []
+        assert neighbour.docs.search(value) == [] and neighbour.docs.read(path) is None
+    db.docs.append_daily(HOSTILE[0])
+    assert MARK in db.docs.render_memory_context()
+    with db.atomic():
+        db.docs.restore("notes/0.md", 1)
+    assert seen and not [q for q in seen if MARK in q]
+
+
+_TEXTS = {
+    "MEMORY.md": "The user runs every morning.\n\nLikes apples; dislikes pears.",
+    "notes/a.md": "我喜欢跑步\n\nnaïve café — C++ and Python\n\n😀 emoji line",
+    "notes/b.md": "running runner runs\nrun\n\n'quoted' \"double\" a&b a|b !x <-> y:*",
+    "x/y.md": "apples apples apples\n\n\n42 0x1f -1",
+}
+
+
+@pytest.fixture
+def corpus(open_pg: Any) -> tuple[Any, InMemoryDocumentStore]:
+    """The same documents on PostgreSQL and in the twin (written once per test: hypothesis
+    runs every example on them)."""
+    db, twin = open_pg(), InMemoryDocumentStore()
+    for path, text in _TEXTS.items():
+        db.docs.write(path, text)
+        twin.write(path, text)
+    for word in ("apples", "跑步", "run", "a&b", "café"):  # what the examples compare is there
+        assert len(db.docs.search(word)) == len(twin.search(word)) > 0
+    return db, twin
+
+
+@settings(max_examples=60, deadline=None)
+@given(query=st.text(max_size=30), prefix=st.sampled_from(["", "notes/", "x"]))
+def test_any_query_finds_what_the_twin_finds(
+    corpus: tuple[Any, InMemoryDocumentStore], query: str, prefix: str
+) -> None:
+    db, twin = corpus
+    try:
+        expected = twin.search(query, top_k=50, prefix=prefix)
+    except SqlmemError as exc:
+        with pytest.raises(type(exc)):
+            db.docs.search(query, top_k=50, prefix=prefix)
+        return
+    found = db.docs.search(query, top_k=50, prefix=prefix)
+    key = lambda h: (round(h.score, 9), h.path, h.start_line, h.text)  # noqa: E731
+    assert sorted(map(key, found)) == sorted(map(key, expected))
