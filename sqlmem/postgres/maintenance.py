@@ -19,6 +19,8 @@ why:
 - `maintain()`: expires facts (the rest of SQLite's maintenance, FTS merges and WAL
   checkpoints, has no counterpart: autovacuum does the server's share). Returns
   `{"expired_facts": n}`.
+- `checkpoint()` and `backup()` are not offered: the server's WAL is its own, and a
+  backup of the shared database is `pg_dump`'s or `pg_basebackup`'s.
 Every statement names the agent except VACUUM, which is maintenance of the shared tables.
 """
 

@@ -194,6 +194,12 @@ def test_a_block_killed_by_the_server_leaves_nothing_and_the_store_goes_on(
     assert db.history.count("s") == 0 and db.facts.count() == 0
     assert db.history.append("s", _user("after")) == 1
     assert db.check().ok
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:  # no connection left in one
+        left = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid != pg_backend_pid()"
+            " AND state LIKE 'idle in transaction%'"
+        ).fetchone()
+    assert left == (0,)
 
 
 def test_blocks_of_two_threads_do_not_mix(open_pg: Any) -> None:
