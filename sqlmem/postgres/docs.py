@@ -370,8 +370,12 @@ class PostgresDocumentStore:
         read in one snapshot with the statistics (`ranking.best`)."""
         with self._engine.snapshot() as conn:
             stats = conn.execute(sql.STATS, (self._agent, sql.DOCUMENTS)).fetchone()
-            text = sql.CANDIDATES_PREFIX if params["prefix"] else sql.CANDIDATES
-            rows = [((r[0], r[1]), *r[2:]) for r in conn.execute(text, params)]
+            rows = [
+                ((r[0], r[1]), *r[2:])
+                for r in conn.execute(
+                    sql.CANDIDATES_PREFIX if params["prefix"] else sql.CANDIDATES, params
+                )
+            ]
             if not stats or not rows:
                 return []
             if len(terms) > MAX_QUERY_TERMS:  # the rarest, counted in this snapshot

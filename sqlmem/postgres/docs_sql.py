@@ -51,10 +51,11 @@ READ = (
     "SELECT path, content, enabled, sort_order, revision, created_at, updated_at, size"
     f" FROM documents WHERE {_ONE}"
 )
-#: What a write needs to decide, and the old content (the caller holds the corpus lock).
+#: What a write needs to decide, and the old content (the caller holds the corpus lock;
+#: the row lock keeps a concurrent set_enabled/set_sort_order from being overwritten).
 SELECT_FOR_WRITE = (
     "SELECT enabled, sort_order, revision, created_at, updated_at, size, content"
-    f" FROM documents WHERE {_ONE}"
+    f" FROM documents WHERE {_ONE} FOR UPDATE"
 )
 INSERT = (
     "INSERT INTO documents (agent_id, path, enabled, sort_order, revision, size, created_at,"

@@ -42,18 +42,12 @@ from .migrations import latest_version
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["TABLES", "CheckReport", "check", "refuse_in_atomic", "stats", "vacuum"]
+__all__ = ["VACUUM", "CheckReport", "check", "refuse_in_atomic", "stats", "vacuum"]
 
-#: sqlmem's tables on PostgreSQL (the ledger excepted), for VACUUM.
-TABLES = (
-    "sessions",
-    "messages",
-    "facts",
-    "fact_vectors",
-    "corpus_stats",
-    "documents",
-    "document_revisions",
-    "document_blocks",
+#: sqlmem's tables on PostgreSQL (the ledger excepted), in one VACUUM (PostgreSQL 11+).
+VACUUM = (
+    "VACUUM (ANALYZE) sessions, messages, facts, fact_vectors, corpus_stats, documents,"
+    " document_revisions, document_blocks"
 )
 
 _STATS = f"""
@@ -187,5 +181,4 @@ def vacuum(engine: Engine) -> None:
     the facts first."""
     refuse_in_atomic(engine, "vacuum()")
     with engine.read() as conn, translate(f"PostgreSQL agent {engine.agent_id}"):
-        for table in TABLES:
-            conn.execute(f"VACUUM (ANALYZE) {table}")
+        conn.execute(VACUUM)
