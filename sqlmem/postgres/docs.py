@@ -15,7 +15,8 @@ server, and the statistics stay exact. Other agents never wait.
 
 As in the SQLite store, a change of content re-indexes only the blocks around it (one
 DELETE, one UPDATE moving the blocks after it when the line count changed, one INSERT of
-arrays). Contents are stored through the NUL escaping of `codec`; paths are ASCII and stored as is.
+arrays: `sqlmem.postgres.doc_index`, which also states the tsvector size limit).
+Contents are stored through the NUL escaping of `codec`; paths are ASCII and stored as is.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..doc_records import (
     RevisionInfo,
 )
 from ..errors import DocumentNotFoundError
-from ..rules.doc_blocks import Block, changed_lines, lines_between, split_blocks
+from ..rules.doc_blocks import split_blocks
 from ..rules.doc_folders import read_folder, write_folder
 from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
 from ..rules.documents import (
@@ -59,12 +60,13 @@ from ..rules.documents import (
 )
 from ..rules.encoding import now_ms
 from ..rules.filters import check_limit, check_query
-from ..search.query import MAX_QUERY_TERMS, Term, compiler_for, segment
+from ..search.query import MAX_QUERY_TERMS, Term, compiler_for
 from . import docs_sql as sql
 from .codec import decode, encode
+from .doc_index import insert_blocks, write_blocks
 from .engine import Conn, Engine
 from .fact_params import rarest
-from .ranking import MAX_LEXEME, best, lexemes, single_lexemes, tsquery, tsvector
+from .ranking import best, lexemes, single_lexemes, tsquery
 
 __all__ = ["PostgresDocumentStore"]
 
@@ -226,7 +228,7 @@ class PostgresDocumentStore:
             on, order = new_flags(path, enabled, sort_order)
             params = self._key(path, enabled=on, order=order, size=size, now=now)
             conn.execute(sql.INSERT, {**params, "content": encode(content)})
-            self._insert_blocks(conn, path, split_blocks(content), 0)
+            insert_blocks(conn, self._compiler, self._key(path), split_blocks(content), 0)
             return _Put(True, False, on, order, 1, now, now)
         old_on, old_order, revision, created_ms, updated_ms = row[:5]
         on = old_on if enabled is None else enabled
@@ -243,55 +245,8 @@ class PostgresDocumentStore:
         conn.execute(
             sql.UPDATE_CONTENT, {**key, "content": encode(content), "size": size, "now": now}
         )
-        self._write_blocks(conn, path, row[6], content)
+        write_blocks(conn, self._compiler, self._key(path), row[6], content)
         return _Put(False, True, on, order, revision + 1, created_ms, now)
-
-    def _write_blocks(self, conn: Conn, path: str, old: str, new: str) -> None:
-        """Bring the document's blocks from `old`'s to `new`'s, as the SQLite store does:
-        only the blocks around the change are replaced (`changed_lines`, widened to the
-        blocks that touch it, which a change may merge or split), the blocks after it
-        move by the change in line count. So an append or an edit of one passage costs
-        about the same on a large document as on a small one."""
-        change = changed_lines(old, new)
-        around = self._key(path, first=change.first - 1, last=change.old_last + 1)
-        gone = conn.execute(sql.DELETE_BLOCKS_AROUND, around).fetchall()
-        first = min([change.first, *(start for start, _, _ in gone)])
-        old_last = max([change.old_last, *(end for _, end, _ in gone)])
-        delta = change.new_last - change.old_last
-        if delta:
-            conn.execute(sql.SHIFT_BLOCKS, self._key(path, delta=delta, after=old_last))
-        region = lines_between(new, change, first, old_last + delta)
-        self._insert_blocks(
-            conn, path, split_blocks(region), first - 1, len(gone), sum(n for _, _, n in gone)
-        )
-
-    def _insert_blocks(
-        self,
-        conn: Conn,
-        path: str,
-        blocks: builtins.list[Block],
-        offset: int,
-        gone: int = 0,
-        gone_tokens: int = 0,
-    ) -> None:
-        """Insert `blocks` (lines moved by `offset`) in one statement, and move the
-        statistics by them minus the `gone` blocks of `gone_tokens` tokens."""
-        starts, ends, texts, lens, tsvs = [], [], [], [], []
-        for block in blocks:
-            tokens = self._compiler.tokens(segment(block.text) or block.text)
-            starts.append(block.start_line + offset)
-            ends.append(block.end_line + offset)
-            texts.append(encode(block.text))
-            lens.append(len(tokens))
-            tsvs.append(tsvector(_within_tsvector_limit(tokens)))
-        if blocks:
-            arrays = {"starts": starts, "ends": ends, "texts": texts, "lens": lens, "tsvs": tsvs}
-            conn.execute(sql.INSERT_BLOCKS, self._key(path, **arrays))
-        if len(blocks) != gone or sum(lens) != gone_tokens:
-            conn.execute(
-                sql.UPDATE_STATS,
-                (len(blocks) - gone, sum(lens) - gone_tokens, self._agent, sql.DOCUMENTS),
-            )
 
     def _revision_content(self, conn: Conn, path: str, revision: int) -> str:
         """The content of `revision` (the current one, or a kept previous one)."""
@@ -419,39 +374,6 @@ class PostgresDocumentStore:
         with self._engine.read() as conn:  # one statement: the files agree with each other
             rows = conn.execute(sql.READ_CONTENTS, {"agent": self._agent}).fetchall()
         return write_folder(folder, [(p, decode(c)) for p, c in rows])
-
-
-#: PostgreSQL refuses a tsvector whose lexemes and positions take more than 1 MiB - 1;
-#: a margin below it.
-_MAX_TSVECTOR_BYTES = 1_000_000
-
-
-def _within_tsvector_limit(tokens: tuple[str, ...]) -> tuple[str, ...]:
-    """`tokens` without those that would take the block's tsvector past PostgreSQL's
-    limit (each lexeme costs its UTF-8 bytes, 2-byte alignment and count, and 2 bytes
-    per position, of which `ranking.tsvector` keeps 256). SPEC 14 takes any content up
-    to 10 MiB, so a block of some 80,000 distinct words or more (a pasted log) is stored
-    whole and found by its first words; its later new words are not searchable (its
-    length, for BM25, stays whole). Facts and messages, without such a promise, refuse
-    such a row instead."""
-    if len(tokens) * 2 + sum(map(len, tokens)) * 4 <= _MAX_TSVECTOR_BYTES // 2:
-        return tokens
-    positions: dict[str, int] = {}
-    size = 0
-    kept = []
-    for token in tokens:
-        lexeme = token[:MAX_LEXEME]
-        count = positions.get(lexeme)
-        if count is None:
-            cost = len(lexeme.encode("utf-8", "surrogatepass")) + 1 + 2 + 2
-        else:
-            cost = 2 if count < 256 else 0
-        if size + cost > _MAX_TSVECTOR_BYTES:
-            continue
-        size += cost
-        positions[lexeme] = (count or 0) + 1
-        kept.append(token)
-    return tuple(kept)
 
 
 def _not_found(path: str) -> DocumentNotFoundError:
