@@ -68,6 +68,8 @@ class Backend(Protocol):
 
     def open(self, agent_id: str, config: StoreConfig) -> Any: ...
 
+    def open_scope(self, scope_id: str, config: StoreConfig) -> Any: ...
+
 
 def _open_db(path: Path, config: StoreConfig, **options: Any) -> MemoryDB:
     """Open one agent's database; a seam for tests that need a slow or failing open."""
@@ -151,15 +153,11 @@ class MemoryFactory:
         the disk, the file is opened on first use and the same object comes back, it counts
         towards `max_open`, and `close()` closes it. It uses the `default` config's store
         settings (scopes are not named in `agents`). Needs the factory's `data_dir`
-        (InvalidArgumentError without one).
+        (InvalidArgumentError without one), or a backend: there a scope is rows of the
+        shared database of its own (`PostgresBackend.open_scope`), never an agent's.
         """
         validate_agent_id(scope_id, "scope_id")
-        if self._backend is not None:
-            raise InvalidArgumentError(
-                "resolve_scope is not available with a backend yet: open the shared "
-                "memory as an agent id of its own"
-            )
-        if self._data_dir is None:
+        if self._data_dir is None and self._backend is None:
             raise InvalidArgumentError("resolve_scope needs the factory's data_dir")
         db = self._resolve(_SCOPE_KEY + scope_id)
         assert db is not None  # a scope always has a file when there is a data_dir
@@ -222,7 +220,11 @@ class MemoryFactory:
                     return None
             try:
                 if self._backend is not None:
-                    db = self._backend.open(agent_id, slot.config.store)
+                    if agent_id.startswith(_SCOPE_KEY):
+                        scope_id = agent_id[len(_SCOPE_KEY) :]
+                        db = self._backend.open_scope(scope_id, slot.config.store)
+                    else:
+                        db = self._backend.open(agent_id, slot.config.store)
                     return self._keep_backend_db(agent_id, slot, db)
                 if slot.config.data_dir is None and self._data_dir is not None:
                     _refuse_links_below(self._data_dir, slot.path)
@@ -273,9 +275,11 @@ class MemoryFactory:
     def _settings(self, agent_id: str) -> tuple[AgentMemoryConfig, Path] | None:
         """The agent's config and file, or None when it gets no memory (factory lock held)."""
         if agent_id.startswith(_SCOPE_KEY):
+            scope = AgentMemoryConfig(store=self._default.store)
+            if self._backend is not None:  # rows of the shared database, never a file
+                return scope, Path("<backend>", agent_id)
             if self._data_dir is None:
                 return None
-            scope = AgentMemoryConfig(store=self._default.store)
             scope_folder = self._data_dir / SCOPES_FOLDER / agent_id[len(_SCOPE_KEY) :]
             return scope, scope_folder / DB_FILE_NAME
         if self._agents is None:

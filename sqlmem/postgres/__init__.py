@@ -14,6 +14,8 @@ extra (psycopg 3, psycopg-pool); `import sqlmem` never imports this package.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -21,11 +23,25 @@ from ..agent_ids import validate_agent_id
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StoreClosedError
 from ..rules.embedder import check_embedder
+from .docs import PostgresDocumentStore
 from .engine import Engine, Pools
 from .facts import PostgresFactStore
 from .history import PostgresHistoryStore
+from .maintenance import CheckReport
 
-__all__ = ["PostgresBackend", "PostgresDB", "PostgresFactStore", "PostgresHistoryStore", "open"]
+__all__ = [
+    "CheckReport",
+    "PostgresBackend",
+    "PostgresDB",
+    "PostgresDocumentStore",
+    "PostgresFactStore",
+    "PostgresHistoryStore",
+    "open",
+]
+
+
+#: The row key of a scope is this prefix and its id (`PostgresBackend.open_scope`).
+SCOPE_PREFIX = "scope:"
 
 
 class PostgresBackend:
@@ -48,6 +64,15 @@ class PostgresBackend:
         """The agent's database (rows of the shared one); close() releases nothing shared."""
         return PostgresDB(self._pools, agent_id, config, owns_pools=False, embedder=self._embedder)
 
+    def open_scope(self, scope_id: str, config: StoreConfig | None = None) -> PostgresDB:
+        """A scope's database (SPEC 8: memory several agents share), for
+        `MemoryFactory.resolve_scope`. Its rows are keyed `scope:{scope_id}`, which no
+        agent id can be (':' is not allowed in one): an agent and a scope of the same
+        name never see each other's rows."""
+        return PostgresDB(
+            self._pools, scope_id, config, owns_pools=False, embedder=self._embedder, scope=True
+        )
+
     @property
     def closed(self) -> bool:
         return self._pools.closed
@@ -69,7 +94,10 @@ class PostgresBackend:
 
 
 class PostgresDB:
-    """One agent's memory on PostgreSQL: `.history`, `.facts`, `.config`, `close()`."""
+    """One agent's memory on PostgreSQL: `.history`, `.facts`, `.docs`, `.config`, `close()`.
+
+    `agent_id` is the key of its rows: the agent id, or `scope:{scope_id}` for a scope.
+    """
 
     def __init__(
         self,
@@ -79,8 +107,12 @@ class PostgresDB:
         *,
         owns_pools: bool,
         embedder: Any = None,
+        scope: bool = False,
     ) -> None:
-        validate_agent_id(agent_id)
+        if scope:  # rows keyed apart from every agent's
+            agent_id = SCOPE_PREFIX + validate_agent_id(agent_id, "scope_id")
+        else:
+            validate_agent_id(agent_id)
         if config is None:
             config = StoreConfig()
         elif not isinstance(config, StoreConfig):
@@ -92,6 +124,7 @@ class PostgresDB:
         self._engine = Engine(pools, agent_id, config)
         self.history = PostgresHistoryStore(self._engine)
         self.facts = PostgresFactStore(self._engine, embedder)
+        self.docs = PostgresDocumentStore(self._engine)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -107,6 +140,52 @@ class PostgresDB:
             self._engine.closed = True
             if self._owns_pools:
                 self._pools.close()
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """SPEC 20: every write this thread makes through this database's stores inside
+        the block commits together when it ends, or not at all when it raises (the
+        exception propagates). Nested blocks are savepoints; reads inside see the block's
+        writes.
+
+        One pooled connection is pinned to the thread for the block and holds one
+        PostgreSQL transaction. Other clients' writes wait, under their busy timeout, for
+        the rows the block wrote (an agent's facts, messages and documents each have one
+        writer row, `corpus_stats`), not for the whole agent: a block that writes only
+        documents does not hold up fact writers elsewhere. Two blocks that take those rows
+        in opposite orders can deadlock; PostgreSQL then fails one of them
+        (`StorageBusyError`, nothing of it kept). Keep the block short and free of model
+        or network calls."""
+        with self._engine.atomic():
+            yield
+
+    # -- maintenance (what differs from MemoryDB's: sqlmem.postgres.maintenance) --------
+
+    def stats(self) -> dict[str, Any]:
+        """The agent's counts, the schema version and the database's size."""
+        from .maintenance import stats
+
+        return stats(self._engine, self.facts.embedder.model if self.facts.embedder else None)
+
+    def check(self) -> CheckReport:
+        """The agent's search statistics, session counters and document blocks against
+        the rows they derive from; raises nothing for healthy rows."""
+        from .maintenance import check
+
+        return check(self._engine)
+
+    def vacuum(self) -> None:
+        """Delete expired facts, then VACUUM (ANALYZE) sqlmem's tables (not VACUUM FULL:
+        see `sqlmem.postgres.maintenance`)."""
+        from .maintenance import refuse_in_atomic, vacuum
+
+        refuse_in_atomic(self._engine, "vacuum()")  # before anything is written
+        self.facts.expire()
+        vacuum(self._engine)
+
+    def maintain(self) -> dict[str, Any]:
+        """Periodic care: delete the expired facts. Returns what it did."""
+        return {"expired_facts": self.facts.expire()}
 
     def __enter__(self) -> PostgresDB:
         if self.closed:

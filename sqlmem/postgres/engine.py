@@ -145,11 +145,17 @@ class Engine:
         with translate(f"PostgreSQL agent {agent_id}"):
             pools.migrate(config.busy_timeout_ms)
             self._pool = pools.pool(config.busy_timeout_ms)
+        self._pinned = threading.local()  # the connection of this thread's atomic() block
 
     @contextmanager
     def _connection(self) -> Iterator[Conn]:
         if self.closed:
             raise StoreClosedError(f"PostgreSQL store of agent {self.agent_id!r} is closed")
+        pinned: Conn | None = getattr(self._pinned, "conn", None)
+        if pinned is not None:  # inside atomic(): every call of this thread uses its one
+            with translate(f"PostgreSQL agent {self.agent_id}"):
+                yield pinned
+            return
         with translate(f"PostgreSQL agent {self.agent_id}"):
             conn = self._checked_out()
             try:
@@ -197,7 +203,31 @@ class Engine:
 
     @contextmanager
     def snapshot(self) -> Iterator[Conn]:
-        """Several statements reading one snapshot (a read-only repeatable-read transaction)."""
+        """Several statements reading one snapshot (a read-only repeatable-read transaction;
+        inside atomic(), the block's own transaction, which sees its writes)."""
         with self._connection() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            if getattr(self._pinned, "conn", None) is None:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield conn
+
+    @property
+    def in_atomic(self) -> bool:
+        """True inside this thread's atomic() block."""
+        return getattr(self._pinned, "conn", None) is not None
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """SPEC 20: one transaction on one pooled connection pinned to this thread for the
+        block; the stores' calls inside run on it (their own transactions become
+        savepoints, reads see the block's writes), nested blocks are savepoints. Committed
+        when the outermost block ends, rolled back when it raises."""
+        if getattr(self._pinned, "conn", None) is not None:
+            with self.write():  # a savepoint of the block's transaction
+                yield
+            return
+        with self.write() as conn:
+            self._pinned.conn = conn
+            try:
+                yield
+            finally:
+                self._pinned.conn = None

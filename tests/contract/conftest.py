@@ -57,8 +57,7 @@ def history(make_history: MakeHistory) -> HistoryStore:
 MakeDocs = Callable[..., DocumentStore]
 
 
-# No "postgres": PostgreSQL has no document store yet (SPEC 14 there is a later stage).
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def make_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeDocs]:
     """`make_docs(**config)`: a document store of the parametrised kind."""
     engines: list[Engine] = []
@@ -67,6 +66,8 @@ def make_docs(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MakeDo
         cfg = StoreConfig(**config)
         if request.param == "memory":
             return InMemoryDocumentStore(cfg)
+        if request.param == "postgres":  # a fresh agent of the session's server
+            return request.getfixturevalue("open_pg")(**config).docs  # type: ignore[no-any-return]
         engine = Engine(tmp_path / f"docs-{len(engines)}.db", cfg)
         engines.append(engine)
         return SQLiteDocumentStore(engine)

@@ -1,4 +1,5 @@
-"""SPEC 20: `atomic()` on a SQLite MemoryDB and on `sqlmem.memory.open()`'s twins.
+"""SPEC 20: `atomic()` on a SQLite MemoryDB, on PostgreSQL and on `sqlmem.memory.open()`'s
+twins.
 
 Writes through any store inside a block commit together, or none do when it raises; nested
 blocks are savepoints; reads inside see the block's writes; other threads wait for it.
@@ -22,11 +23,12 @@ import sqlmem.memory
 from sqlmem import Fact, Message
 
 
-# No "postgres": atomic() (SPEC 20) is MemoryDB's and the twins'; PostgresDB has none yet.
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def mdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         db: Any = sqlmem.memory.open()
+    elif request.param == "postgres":  # a fresh agent of the session's server
+        db = request.getfixturevalue("open_pg")()
     else:
         db = sqlmem.open(tmp_path / "memory.db")
     yield db

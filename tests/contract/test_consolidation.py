@@ -28,12 +28,15 @@ from sqlmem import (
 T0 = datetime(2026, 3, 4, 9, 30, tzinfo=timezone.utc)
 
 
-# No "postgres": consolidation needs the document store, which PostgreSQL does not have yet.
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    db: Any = (
-        sqlmem.open(tmp_path / "memory.db") if request.param == "sqlite" else sqlmem.memory.open()
-    )
+    db: Any
+    if request.param == "postgres":  # a fresh agent of the session's server
+        db = request.getfixturevalue("open_pg")()
+    elif request.param == "sqlite":
+        db = sqlmem.open(tmp_path / "memory.db")
+    else:
+        db = sqlmem.memory.open()
     yield db
     db.close()
 

@@ -31,9 +31,17 @@ WRITERS = {
 }
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def mdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    db = sqlmem.open(tmp_path / "memory.db") if request.param == "sqlite" else sqlmem.memory.open()
+    db: Any
+    if request.param == "postgres":  # a fresh agent of the session's server
+        db = request.getfixturevalue("open_pg")()
+    else:
+        db = (
+            sqlmem.open(tmp_path / "memory.db")
+            if request.param == "sqlite"
+            else sqlmem.memory.open()
+        )
     yield db
     db.close()
 
