@@ -44,7 +44,7 @@ class Backend:
                 f"not {type(db_or_path).__name__}"
             )
         # One or two threads in practice: they start on demand (up to the runner's cap).
-        self._runner = Runner()
+        self._runner = Runner(name=owner)
 
     async def run(self, call: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """`call(*args, **kwargs)` on a runner thread, awaited."""

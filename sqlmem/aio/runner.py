@@ -40,7 +40,8 @@ class Runner:
     """A database's private thread pool (not the loop's default executor, which the
     application may need for its own blocking work)."""
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, *, name: str = "the async database") -> None:
+        self._name = name  # in the StoreClosedError message: "<name> is closed"
         self._pool = ThreadPoolExecutor(
             max_workers=workers or default_workers(), thread_name_prefix="sqlmem-aio"
         )
@@ -48,14 +49,14 @@ class Runner:
 
     async def run(self, call: Callable[[], R]) -> R:
         if self._closed:
-            raise StoreClosedError("the async database is closed")
+            raise StoreClosedError(f"{self._name} is closed")
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()  # the caller's context vars (logging, tracing)
         try:
             return await loop.run_in_executor(self._pool, context.run, call)
         except RuntimeError as exc:  # the pool shut down between the check and the submit
             if self._closed:
-                raise StoreClosedError("the async database is closed") from exc
+                raise StoreClosedError(f"{self._name} is closed") from exc
             raise
 
     def shutdown(self) -> None:
