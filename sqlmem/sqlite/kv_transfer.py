@@ -103,8 +103,9 @@ def export_checkpoints(db: MemoryDB) -> Iterator[dict[str, Any]]:
     first = True
     while True:
         with db.engine.read() as conn:
-            sql = _CHECKPOINTS_FIRST if first else _CHECKPOINTS_PAGE
-            rows: list[Any] = conn.execute(sql, (*after, _PAGE)).fetchall()
+            rows: list[Any] = conn.execute(
+                _CHECKPOINTS_FIRST if first else _CHECKPOINTS_PAGE, (*after, _PAGE)
+            ).fetchall()
         for row in rows:
             yield {
                 "type": "checkpoint",
@@ -129,8 +130,9 @@ def _export_writes(db: MemoryDB) -> Iterator[dict[str, Any]]:
     first = True
     while True:
         with db.engine.read() as conn:
-            sql = _WRITES_FIRST if first else _WRITES_PAGE
-            rows: list[Any] = conn.execute(sql, (*after, _PAGE)).fetchall()
+            rows: list[Any] = conn.execute(
+                _WRITES_FIRST if first else _WRITES_PAGE, (*after, _PAGE)
+            ).fetchall()
         for row in rows:
             yield {
                 "type": "checkpoint_write",

@@ -201,7 +201,7 @@ def test_the_loop_ticks_and_reads_answer_while_a_sync_handle_holds_the_write_loc
                     asyncio.create_task(adb.history.append("s", _user(f"w{i}"))) for i in range(200)
                 ]
                 worst = 0.0
-                for _ in range(25):
+                for _ in range(40):
                     before = time.monotonic()
                     await asyncio.sleep(0.01)
                     worst = max(worst, time.monotonic() - before)
@@ -217,5 +217,5 @@ def test_the_loop_ticks_and_reads_answer_while_a_sync_handle_holds_the_write_loc
 
     worst, held_for = asyncio.run(main())
     # A loop blocked by the waiting writes would have stalled for the whole hold.
-    assert held_for > 0.25
-    assert worst < 0.2
+    assert held_for > 0.4
+    assert worst < held_for / 2
