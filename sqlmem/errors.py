@@ -69,8 +69,10 @@ class EditMismatchError(InvalidArgumentError):
     `replace_all`; the message says how many times."""
 
 
-class StoreClosedError(SqlmemError):
-    """The database (or the factory that owned it) was closed."""
+class StoreClosedError(SqlmemError, RuntimeError):
+    """The database (or the factory that owned it) was closed. A `RuntimeError` too, as
+    Python's own "use after close" errors are (an executor after shutdown, a closed event
+    loop), so code written for the frameworks' sessions catches it."""
 
 
 class StorageBusyError(SqlmemError):

@@ -44,7 +44,7 @@ class Backend:
                 f"not {type(db_or_path).__name__}"
             )
         # One or two threads in practice: they start on demand (up to the runner's cap).
-        self._runner = Runner()
+        self._runner = Runner(name=owner)
 
     async def run(self, call: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """`call(*args, **kwargs)` on a runner thread, awaited."""
@@ -52,7 +52,8 @@ class Backend:
 
     async def write(self, call: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """`run` for a write whose outcome the caller must know: see `settle`."""
-        return await settle(self.run(call, *args, **kwargs))
+        run = self._runner.run(functools.partial(call, *args, **kwargs), write=True)
+        return await settle(run)
 
     def close(self) -> None:
         """Waits for calls in flight; idempotent."""

@@ -37,7 +37,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     get_checkpoint_id,
-    get_serializable_checkpoint_metadata,
+    get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
@@ -238,7 +238,8 @@ class SqlmemSaver(BaseCheckpointSaver[str]):
         configurable = _configurable(config)
         thread_id = _thread_id(configurable)
         ns = configurable.get("checkpoint_ns", "")
-        stored = get_serializable_checkpoint_metadata(config, metadata)
+        # As SqliteSaver and InMemorySaver: the metadata whole, its "writes" included.
+        stored = get_checkpoint_metadata(config, metadata)
         run_id = stored.get("run_id")
         self._store.put(
             (thread_id, ns, checkpoint["id"]),
@@ -396,7 +397,21 @@ def _thread_id(configurable: dict[str, Any]) -> str:
 
 
 def _has(metadata: Any, key: str, want: Any) -> bool:
-    return isinstance(metadata, dict) and key in metadata and bool(metadata[key] == want)
+    """`metadata[key] == want`; a key absent at the top that has dots is a path into
+    nested dicts ("user.access-level"), as SqliteSaver reads filter keys. Any key is
+    accepted: filters run in Python, never in SQL text."""
+    if not isinstance(metadata, dict):
+        return False
+    if key in metadata:
+        return bool(metadata[key] == want)
+    if "." not in key:
+        return False
+    value: Any = metadata
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return bool(value == want)
 
 
 def _sequence(values: Any) -> Sequence[Any]:

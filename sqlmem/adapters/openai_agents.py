@@ -69,7 +69,7 @@ class SqlmemSession:
         self.session_id = check_session_id(session_id)
         if limit is not None:
             _check_limit(limit)
-        self._backend = Backend(db_or_path, "SqlmemSession")
+        self._backend = Backend(db_or_path, type(self).__name__)
         self.session_settings = SessionSettings(limit=limit)
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import threading
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -113,10 +114,30 @@ async def open(
     workers: int | None = None,
 ) -> AsyncMemoryDB:
     """Open (creating and migrating if needed) the database at `path` without blocking the
-    event loop: the open and its migrations run on a thread."""
-    db = await asyncio.to_thread(functools.partial(MemoryDB, path, config, embedder=embedder))
+    event loop: the open and its migrations run on a thread.
+
+    Cancelled while the thread works, the open still finishes (its migrations commit
+    whole) and the database it made is closed on a thread of its own: nothing stays open
+    behind a cancelled caller."""
+    loop = asyncio.get_running_loop()
+    opening = loop.run_in_executor(
+        None, functools.partial(MemoryDB, path, config, embedder=embedder)
+    )
+    try:
+        db = await asyncio.shield(opening)
+    except asyncio.CancelledError:
+        opening.add_done_callback(_close_unwanted)
+        raise
     try:
         return AsyncMemoryDB(db, workers=workers, owns_db=True)
     except BaseException:
         db.close()
         raise
+
+
+def _close_unwanted(opening: asyncio.Future[MemoryDB]) -> None:
+    """Close the database a cancelled `open` made, off the loop (a plain thread: the
+    loop's executor may be shutting down with the loop)."""
+    if opening.cancelled() or opening.exception() is not None:
+        return
+    threading.Thread(target=opening.result().close, name="sqlmem-aio-close").start()

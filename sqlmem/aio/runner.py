@@ -6,6 +6,11 @@ them, so the event loop never waits for a write lock or the disk, and the engine
 one the sync API uses (its single writer, its reader pool, its busy timeout): sync and
 async handles share one file, and one set of guarantees.
 
+Two pools: writes wait for the file's one writer (for as long as another thread or process
+holds it, up to the busy timeout), so they run on a few threads of their own; reads and
+slow work (compaction, embedding) run on the others. However many writes queue behind a
+held write lock, reads keep answering, as they do in WAL for sync callers.
+
 Cancellation: cancelling the awaiting task cancels the call if it has not started (it never
 runs); a call already running finishes on its thread, whole (its transaction commits or
 rolls back as one), and its result is dropped. So no cancellation leaves half a write, and
@@ -36,31 +41,43 @@ def default_workers() -> int:
     return min(16, (os.cpu_count() or 2) + 4)
 
 
-class Runner:
-    """A database's private thread pool (not the loop's default executor, which the
-    application may need for its own blocking work)."""
+#: Threads for writes (at most): the engine runs one write at a time, so more would only
+#: wait; two keep the next write ready when one commits.
+WRITE_WORKERS = 2
 
-    def __init__(self, workers: int | None = None) -> None:
-        self._pool = ThreadPoolExecutor(
-            max_workers=workers or default_workers(), thread_name_prefix="sqlmem-aio"
+
+class Runner:
+    """A database's private thread pools (not the loop's default executor, which the
+    application may need for its own blocking work): `workers` threads for reads and slow
+    work, up to `WRITE_WORKERS` for writes."""
+
+    def __init__(self, workers: int | None = None, *, name: str = "the async database") -> None:
+        self._name = name  # in the StoreClosedError message: "<name> is closed"
+        workers = workers or default_workers()
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sqlmem-aio")
+        self._writes = ThreadPoolExecutor(
+            max_workers=min(workers, WRITE_WORKERS), thread_name_prefix="sqlmem-aio-write"
         )
         self._closed = False
 
-    async def run(self, call: Callable[[], R]) -> R:
+    async def run(self, call: Callable[[], R], *, write: bool = False) -> R:
+        """`call()` on a thread, awaited; `write`: it takes the write lock (its own pool)."""
         if self._closed:
-            raise StoreClosedError("the async database is closed")
+            raise StoreClosedError(f"{self._name} is closed")
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()  # the caller's context vars (logging, tracing)
+        pool = self._writes if write else self._pool
         try:
-            return await loop.run_in_executor(self._pool, context.run, call)
+            return await loop.run_in_executor(pool, context.run, call)
         except RuntimeError as exc:  # the pool shut down between the check and the submit
             if self._closed:
-                raise StoreClosedError("the async database is closed") from exc
+                raise StoreClosedError(f"{self._name} is closed") from exc
             raise
 
     def shutdown(self) -> None:
         """No new calls; calls already running finish (the caller waits for them)."""
         self._closed = True
+        self._writes.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -70,9 +87,10 @@ class _Proxy(Protocol):
 
 
 def off_loop(
-    method: Callable[Concatenate[Any, P], R],
+    method: Callable[Concatenate[Any, P], R], *, write: bool = False
 ) -> Callable[Concatenate[_Proxy, P], Coroutine[Any, Any, R]]:
     """The async twin of a store method: same name, arguments and result, awaited.
+    `write`: the method takes the write lock (it runs on the runner's write threads).
 
     Typed from the protocol's method, so mypy checks async calls like sync ones.
     """
@@ -80,7 +98,7 @@ def off_loop(
 
     async def call(self: _Proxy, /, *args: P.args, **kwargs: P.kwargs) -> R:
         bound = getattr(self._store, name)
-        return await self._runner.run(functools.partial(bound, *args, **kwargs))
+        return await self._runner.run(functools.partial(bound, *args, **kwargs), write=write)
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = method.__doc__

@@ -56,6 +56,8 @@ def _info_text(data: dict[str, Any]) -> Iterator[str]:
     )
     yield f"facts           {data['facts']}"
     yield f"documents       {data['documents']}"
+    yield f"kv entries      {data['kv_entries']}"
+    yield f"checkpoints     {data['checkpoints']} ({data['checkpoint_writes']} pending writes)"
     yield (
         f"file size       {human_bytes(data['file_bytes'])} (WAL {human_bytes(data['wal_bytes'])})"
     )

@@ -148,4 +148,7 @@ def _import_text(data: dict[str, Any]) -> list[str]:
         f"  facts      {data['facts']} added or updated, {data['facts_skipped']} unchanged",
         f"  documents  {data['documents']} added or updated, "
         f"{data['documents_skipped']} unchanged; {data['revisions']} revisions added",
+        f"  kv         {data['kv']} added or updated, {data['kv_skipped']} unchanged",
+        f"  checkpoints {data['checkpoints']} added ({data['checkpoint_writes']} pending "
+        f"writes), {data['checkpoints_skipped']} already there",
     ]

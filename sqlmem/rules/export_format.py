@@ -24,6 +24,9 @@ observe, exactly. Line 1 is a header; then one record per line:
     {"type": "vector", "id": "<fact id>", "model": "...", "dim": 256,
      "data": "<base64 of float32 little-endian>"}
 
+Format version 2 (0.2) adds, after the documents, the frameworks' tables: kv rows, then
+LangGraph checkpoints and their pending writes (rules/export_blobs.py has their fields).
+
 A vector record (0.2, SPEC 17) follows the facts: the embedding of that fact's content; an
 import stores it when the fact exists (vectors of facts the file does not hold are skipped).
 A fact's memory-item keys (0.2, SPEC 12) are optional: a 0.1 export without them imports
@@ -59,6 +62,13 @@ from ..records import Fact, Message
 from .checks import check_session_id, check_text
 from .documents import check_bool, check_content, check_doc_path, check_sort_order
 from .encoding import dt_from_ms, dt_to_ms
+from .export_blobs import (
+    BLOB_RECORD_TYPES,
+    CheckpointRecordRow,
+    CheckpointWriteRow,
+    KVRecordRow,
+    validate_blob_record,
+)
 from .filters import prepare_fact
 from .identity import fact_id
 
@@ -66,6 +76,7 @@ __all__ = [
     "EXPORT_FORMAT",
     "FORMAT_VERSION",
     "MAX_IMPORTED_SEQ",
+    "BlobRow",
     "DocumentRow",
     "ExportFormatError",
     "ExportStream",
@@ -85,7 +96,10 @@ __all__ = [
 ]
 
 EXPORT_FORMAT = "sqlmem-export"
-FORMAT_VERSION = 1
+#: 2 (0.2): kv, checkpoint and checkpoint_write records (rules/export_blobs.py), which a
+#: version-1 reader would refuse midway, after committing the records before them; it
+#: now refuses the header instead. Version-1 files import as before.
+FORMAT_VERSION = 2
 #: The largest seq or archive boundary an import accepts: half of SQLite's integer range,
 #: so that 2**62 appends always fit after any import. Up to 0.1 any 64-bit value passed,
 #: and an imported 2**63-1 made the next append commit a float seq (issue 23 item 7).
@@ -113,6 +127,12 @@ class ImportCounts:
     revisions_skipped: int = 0
     vectors: int = 0
     vectors_skipped: int = 0
+    kv: int = 0
+    kv_skipped: int = 0
+    checkpoints: int = 0
+    checkpoints_skipped: int = 0
+    checkpoint_writes: int = 0
+    checkpoint_writes_skipped: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -267,9 +287,12 @@ class VectorRow:
     data: bytes
 
 
+#: A kv, checkpoint or checkpoint_write record (format_version 2, rules/export_blobs.py).
+BlobRow = KVRecordRow | CheckpointRecordRow | CheckpointWriteRow
+
 #: A validated record: a message with its place, a session summary, a fact, a document,
 #: one of its kept revisions, or a fact's vector.
-Row = MessageRow | SummaryRow | Fact | DocumentRow | RevisionRow | VectorRow
+Row = MessageRow | SummaryRow | Fact | DocumentRow | RevisionRow | VectorRow | BlobRow
 
 
 def validate_batch(batch: list[tuple[int, Any]], unit: str) -> list[Row]:
@@ -322,9 +345,12 @@ def _validate(record: Any) -> Row:
         return _revision(fields)
     if kind == "vector":
         return _vector(fields)
+    if kind in BLOB_RECORD_TYPES:
+        row: BlobRow = validate_blob_record(kind, fields)
+        return row
     raise ValueError(
-        f"unknown record type {kind!r} "
-        "(expected message, summary, fact, document, revision or vector)"
+        f"unknown record type {kind!r} (expected message, summary, fact, document, "
+        "revision, vector, kv, checkpoint or checkpoint_write)"
     )
 
 

@@ -34,7 +34,10 @@ SELECT
     (SELECT count(*) FROM messages)
         - (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
     (SELECT count(*) FROM facts WHERE expires_at IS NULL OR expires_at > :now),
-    (SELECT count(*) FROM documents)
+    (SELECT count(*) FROM documents),
+    (SELECT count(*) FROM kv WHERE expires_at IS NULL OR expires_at > :now),
+    (SELECT count(*) FROM lg_checkpoints),
+    (SELECT count(*) FROM lg_writes)
 """
 
 
@@ -154,7 +157,7 @@ class MemoryDB:
         """Counts, sizes and schema version, for monitoring and `sqlmem info`."""
         with self._engine.read() as conn:
             counts = conn.execute(_STATS, {"now": now_ms()}).fetchall()[0]
-            sessions, active, archived, facts, documents = counts
+            sessions, active, archived, facts, documents, kv, checkpoints, writes = counts
             embedder = self.facts.embedder
             without_vectors = count_without_vectors(conn, embedder.model if embedder else None)
             version = read_user_version(conn)
@@ -170,6 +173,9 @@ class MemoryDB:
             "facts": facts,
             "facts_without_vectors": without_vectors,
             "documents": documents,
+            "kv_entries": kv,  # live rows of the frameworks' key-value stores
+            "checkpoints": checkpoints,  # LangGraph's, with their pending writes
+            "checkpoint_writes": writes,
             "page_size": page_size,
             "page_count": page_count,
             "free_pages": free_pages,

@@ -16,6 +16,7 @@ from ..rules.export_format import EXPORT_FORMAT, FORMAT_VERSION, Progress, iso_f
 from .docs_transfer import export_documents
 from .facts_sql import EXPORT_FACTS_PAGE
 from .history_sql import EXPORT_MESSAGES_PAGE, EXPORT_SESSIONS_PAGE
+from .kv_transfer import export_checkpoints, export_kv
 from .migrations import read_user_version
 from .vectors_transfer import export_vectors
 
@@ -29,8 +30,8 @@ _PAGE = 1000
 
 
 def export_records(db: MemoryDB, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
-    """The header, then every message, session summary, fact, fact vector, document and
-    kept document revision of `db`, as dicts.
+    """The header, then every message, session summary, fact, fact vector, document,
+    kept document revision, kv row, checkpoint and pending write of `db`, as dicts.
 
     Rows are read in pages of 1,000 by key, each page in its own short read, so a large
     export neither holds a reader open while the caller writes nor loads the file into
@@ -46,8 +47,9 @@ def export_records(db: MemoryDB, progress: Progress | None = None) -> Iterator[d
         "exported_at": iso_ms(datetime.now(timezone.utc)),
     }
     records = _chain(
-        _messages(db), _summaries(db), _facts(db), export_vectors(db), export_documents(db)
-    )
+        _messages(db), _summaries(db), _facts(db), export_vectors(db), export_documents(db),
+        export_kv(db), export_checkpoints(db),
+    )  # fmt: skip
     for count, record in enumerate(records, start=1):
         yield record
         if progress is not None and count % 10_000 == 0:

@@ -37,6 +37,7 @@ from ..records import Fact
 from ..rules.checks import encode_metadata, encode_tool_calls
 from ..rules.encoding import dt_to_ms, dumps_json, now_ms
 from ..rules.export_format import (
+    BlobRow,
     DocumentRow,
     ExportStream,
     ImportCounts,
@@ -56,6 +57,7 @@ from ..search.query import segment
 from .docs_transfer import import_document, import_revision
 from .facts_sql import IMPORT_STORED_FACT
 from .history_sql import IMPORT_MESSAGE, IMPORT_SESSION, RECOUNT_HOLES, SELECT_SUMMARY
+from .kv_transfer import import_blob_row
 from .vectors_transfer import import_vector
 
 if TYPE_CHECKING:
@@ -133,6 +135,8 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
                 import_revision(conn, row, db.config.doc_revisions, counts)
             elif isinstance(row, VectorRow):
                 vectors.append(row)
+            elif isinstance(row, BlobRow):
+                import_blob_row(conn, row, now, counts)
             else:
                 seen += 1
                 best = winners.get(row.id)

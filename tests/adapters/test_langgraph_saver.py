@@ -158,6 +158,37 @@ def test_values_and_writes_round_trip_through_a_reopened_file(tmp_path: Path) ->
         assert [t.metadata["score"] for t in saver.list(None, filter={"score": 1})] == [1]
 
 
+def test_metadata_whole_and_filters_by_dotted_paths(db: sqlmem.MemoryDB) -> None:
+    """As SqliteSaver and InMemorySaver: metadata reads back whole ("writes" included);
+    a filter key absent at the top with dots walks nested dicts, as SqliteSaver's does;
+    keys of any characters are plain keys (filters never reach SQL text)."""
+    saver = SqlmemSaver(db)
+    meta = {
+        "writes": {"node": {"x": 1}},
+        "user": {"access-level": "nested", "123abc": "ok2"},
+        "a.b": "flat",
+        "x') OR '1'='1": "odd",
+    }
+    _put(saver, "t", **meta)
+    _put(saver, "u", user={"access-level": "other"})
+    tup = saver.get_tuple(_config("t"))
+    assert tup is not None and tup.metadata == {"source": "loop", "step": -1, **meta}
+
+    def threads(**flt: Any) -> list[str]:
+        found = saver.list(None, filter=flt)
+        return [t.config["configurable"]["thread_id"] for t in found]
+
+    assert threads(writes={"node": {"x": 1}}) == ["t"]
+    assert threads(**{"user.access-level": "nested"}) == ["t"]
+    assert threads(**{"user.123abc": "ok2"}) == ["t"]
+    assert threads(**{"user.access-level": "other"}) == ["u"]
+    assert threads(**{"a.b": "flat"}) == ["t"]  # the top-level key wins
+    assert threads(**{"user.missing": None}) == []
+    assert threads(**{"source.x": "loop"}) == []  # a path through a non-dict matches nothing
+    assert threads(**{"x') OR '1'='1": "odd"}) == ["t"]
+    saver.close()
+
+
 def test_list_pages_through_a_long_history(db: sqlmem.MemoryDB) -> None:
     saver = SqlmemSaver(db)
     count = checkpoints.SEARCH_PAGE * 2 + 7

@@ -317,6 +317,9 @@ def test_ownership_of_the_database(db: sqlmem.MemoryDB, tmp_path: Path) -> None:
         run(shared.get_items())
     with pytest.raises(sqlmem.StoreClosedError):
         run(shared.add_items([]))  # closed is closed, even for nothing
+    # As the SDK's SQLiteSession refuses: a RuntimeError naming the session's class.
+    with pytest.raises(RuntimeError, match=r"^SqlmemSession is closed$"):
+        run(shared.pop_item())
 
     owned = SqlmemSession("s", tmp_path / "own" / "memory.db")
     run(owned.add_items([{"role": "user", "content": "y"}]))

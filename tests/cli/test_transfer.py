@@ -201,7 +201,7 @@ def test_export_format(open_fresh: Callable[[str], sqlmem.MemoryDB]) -> None:
     header, *records = export_records(db)
 
     assert header["format"] == "sqlmem-export"
-    assert header["format_version"] == 1
+    assert header["format_version"] == 2
     assert header["schema_version"] == latest_version()
     assert datetime.fromisoformat(header["exported_at"]).tzinfo is not None
     assert [(r["type"], r.get("seq"), r.get("archived")) for r in records] == [
@@ -334,7 +334,7 @@ HEADER = json.dumps({"format": "sqlmem-export", "format_version": 1}).encode() +
     [
         ([], "empty import"),
         ([b'{"hello": 1}\n'], "line 1: not a sqlmem export"),
-        ([b'{"format": "sqlmem-export", "format_version": 2}\n'], "format_version 2 is newer"),
+        ([b'{"format": "sqlmem-export", "format_version": 3}\n'], "format_version 3 is newer"),
         ([HEADER, b"\n", b"{not json\n"], "line 3: not valid JSON"),
         ([HEADER, b'"a string"\n'], "line 2: a record must be a JSON object"),
         ([HEADER, b'{"type": "unicorn"}\n'], "line 2: unknown record type"),
