@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 from collections.abc import AsyncIterator, Iterator, Sequence
 from itertools import islice
 from types import TracebackType
@@ -228,6 +229,8 @@ class SqlmemSaver(BaseCheckpointSaver[str]):
         )
         found = (self._tuple(row) for row in rows)
         if filter:
+            for key in filter:
+                _check_filter_key(key)
             wanted = list(filter.items())
             found = (t for t in found if all(_has(t.metadata, k, v) for k, v in wanted))
         return found if limit is None else islice(found, max(limit, 0))
@@ -396,10 +399,24 @@ def _thread_id(configurable: dict[str, Any]) -> str:
     return str(thread_id)
 
 
+#: The filter keys SqliteSaver accepts: names and dotted paths of them.
+_FILTER_KEY = re.compile(r"[a-zA-Z0-9_.-]+")
+
+
+def _check_filter_key(key: Any) -> None:
+    """Refuse the filter keys SqliteSaver refuses ("Invalid filter key", a ValueError).
+    sqlmem's filters run in Python and never reach SQL text, so no key could inject
+    anything here; the same refusal keeps a graph's behaviour the same on either saver
+    (its own test suite checks it), and a key outside it names no metadata a graph writes."""
+    if not isinstance(key, str) or _FILTER_KEY.fullmatch(key) is None:
+        raise InvalidArgumentError(
+            f"Invalid filter key: {key!r} (letters, digits, '_', '-' and '.' only)"
+        )
+
+
 def _has(metadata: Any, key: str, want: Any) -> bool:
     """`metadata[key] == want`; a key absent at the top that has dots is a path into
-    nested dicts ("user.access-level"), as SqliteSaver reads filter keys. Any key is
-    accepted: filters run in Python, never in SQL text."""
+    nested dicts ("user.access-level"), as SqliteSaver reads filter keys."""
     if not isinstance(metadata, dict):
         return False
     if key in metadata:

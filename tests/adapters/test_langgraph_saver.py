@@ -161,7 +161,8 @@ def test_values_and_writes_round_trip_through_a_reopened_file(tmp_path: Path) ->
 def test_metadata_whole_and_filters_by_dotted_paths(db: sqlmem.MemoryDB) -> None:
     """As SqliteSaver and InMemorySaver: metadata reads back whole ("writes" included);
     a filter key absent at the top with dots walks nested dicts, as SqliteSaver's does;
-    keys of any characters are plain keys (filters never reach SQL text)."""
+    metadata keys of any characters are stored, but filter keys SqliteSaver refuses are
+    refused (see test_filter_keys_saver_refuses_are_refused_here_too)."""
     saver = SqlmemSaver(db)
     meta = {
         "writes": {"node": {"x": 1}},
@@ -185,7 +186,8 @@ def test_metadata_whole_and_filters_by_dotted_paths(db: sqlmem.MemoryDB) -> None
     assert threads(**{"a.b": "flat"}) == ["t"]  # the top-level key wins
     assert threads(**{"user.missing": None}) == []
     assert threads(**{"source.x": "loop"}) == []  # a path through a non-dict matches nothing
-    assert threads(**{"x') OR '1'='1": "odd"}) == ["t"]
+    with pytest.raises(ValueError, match="Invalid filter key"):
+        threads(**{"x') OR '1'='1": "odd"})
     saver.close()
 
 
@@ -337,3 +339,21 @@ def test_answers_as_in_memory_saver(
         assert _view(ours.list(config, **query)) == _view(theirs.list(config, **query))
     assert sorted(_view(ours.list(None)), key=repr) == sorted(_view(theirs.list(None)), key=repr)
     ours.close()
+
+
+def test_filter_keys_saver_refuses_are_refused_here_too(tmp_path) -> None:
+    """As SqliteSaver: a filter key that is not a name or dotted path of names raises
+    ValueError "Invalid filter key" (sqlmem's filters never reach SQL; the refusal keeps
+    a graph's behaviour the same on either saver), and plain keys still filter."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    with SqlmemSaver(tmp_path / "memory.db") as saver:
+        for access in ("public", "private"):
+            config = {"configurable": {"thread_id": f"t-{access}", "checkpoint_ns": ""}}
+            saver.put(config, empty_checkpoint(), {"access": access, "user.x": 1}, {})
+        found = list(saver.list(None, filter={"access": "public"}))
+        assert [t.metadata["access"] for t in found] == ["public"]
+        assert len(list(saver.list(None, filter={"user.x": 1}))) == 2
+        for key in ("x') OR '1'='1", "'; DROP TABLE checkpoints; --", "a b", ""):
+            with pytest.raises(ValueError, match="Invalid filter key"):
+                list(saver.list(None, filter={key: "dummy"}))
