@@ -386,3 +386,47 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+#: The framework's own backend beside each sqlmem adapter in `concurrency_rows`.
+_PEER_OF = {"SqlmemSession": "agents.SQLiteSession", "SqlmemStore": "langgraph SqliteStore",
+            "SqlmemSaver": "langgraph SqliteSaver"}  # fmt: skip
+
+
+def adapter_workloads(ctx: Any) -> list[Any]:
+    """The runner's AD rows: every adapter under N processes x M threads on one file
+    (4 x 4 at full and quick sizes, 2 x 2 for the smoke run), beside the framework's own
+    SQLite backend in the same run. A row fails when any call raised or any acknowledged
+    write is missing; the peer column shows the framework's backend (at least as fast is
+    the target)."""
+    from .harness import Row, Skip, with_peers
+
+    smoke = ctx.sizes.w1_messages < 1_000
+    processes, threads = (2, 2) if smoke else (4, 4)
+    ops = 3 if smoke else max(ctx.sizes.w1_messages // 400, 5)
+    ctx.log(f"AD: adapters, {processes} processes x {threads} threads x {ops} ops ...")
+    found = {r["backend"]: r for r in concurrency_rows(processes, threads, ops)}
+    if found["SqlmemSession"]["ops_per_s"] is None:
+        raise Skip(str(found["SqlmemSession"]["first_error"]))
+    rows = []
+    for name, result in found.items():
+        if not name.startswith("Sqlmem") or result["ops_per_s"] is None:
+            continue
+        rate = float(result["ops_per_s"])
+        row = Row(
+            f"AD {name}, {processes} processes x {threads} threads on one file",
+            "ops/s (a write and a read)", rate, float("nan"), None,
+            "no error, none lost; >= the framework's backend",
+            extra={"errors": result["errors"], "lost": result["lost"]},
+        )  # fmt: skip
+        if result["errors"] or result["lost"]:
+            row.failed_condition = (
+                f"{result['errors']} errors, {result['lost']} lost: {result['first_error']}"
+            )
+        peer = found.get(_PEER_OF.get(name, ""))
+        if peer is not None:
+            peer_rate = peer["ops_per_s"] if not peer["errors"] else float("nan")
+            row.extra["peer_errors"] = peer["errors"]
+            with_peers(row, {peer["backend"]: peer_rate or float("nan")}, rate=True, limit=1.0)
+        rows.append(row)
+    return rows

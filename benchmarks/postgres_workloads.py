@@ -250,7 +250,7 @@ def _p3(ctx: Context, pgs: list[Any], lites: list[Any], twins: list[Any]) -> lis
              p50["pg_all"], p50["lite_all"], cost=True),
         _row("PG fact search any (PostgreSQL vs SQLite)", f"p50 ms, {size}",
              p50["pg_any"], p50["lite_any"], cost=True,
-             agreement={k: round(v, 3) for k, v in agree.items()}),
+             agreement_by_side={k: round(v, 3) for k, v in agree.items()}),
         Row("PG any vs all", "p50 any / p50 all (same server)",
             round(p50["pg_any"], 3), round(p50["pg_all"], 3), round(ratio, 2),
             target="any <= 3x all; any top-10 agreement with exact BM25 >= 0.9", limit=3.0,

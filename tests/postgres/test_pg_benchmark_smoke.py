@@ -25,4 +25,4 @@ def test_postgres_rows_at_smoke_size(pg_dsn: str, tmp_path: Path) -> None:
     target = rows[-1]
     assert target.limit == 3.0 and target.extra["agreement"] >= 0.9
     assert target.failed_condition is None
-    assert rows[-2].extra["agreement"]["pg"] == 1.0  # exact BM25 in the server
+    assert rows[-2].extra["agreement_by_side"]["pg"] == 1.0  # exact BM25 in the server
