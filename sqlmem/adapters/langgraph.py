@@ -35,6 +35,7 @@ import asyncio
 import concurrent.futures
 import json
 import logging
+import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -62,7 +63,9 @@ from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 from ..sqlite.db import MemoryDB
 from ..sqlite.kv import KVRow, SQLiteKeyValueStore
+from ..sqlite.kv_vectors import SQLiteKVVectors
 from ._backend import Backend, DbOrPath
+from .langgraph_index import Prepared, StoreIndex, fuse, rank_by_vectors
 
 __all__ = [
     "AsyncSqlmemSaver",
@@ -107,8 +110,11 @@ class SqlmemStore(BaseStore):
         index: Mapping[str, Any] | None = None,
         ttl: Mapping[str, Any] | None = None,
     ) -> None:
-        if index is not None:
-            raise InvalidArgumentError("SqlmemStore: index (vector search) is not supported yet")
+        self._index = StoreIndex(index) if index is not None else None
+        #: The index config as given (None: no vector search), and its embedder, under
+        #: the names LangGraph's stores use.
+        self.index_config: dict[str, Any] | None = dict(index) if index is not None else None
+        self.embeddings = self._index.embeddings if self._index is not None else None
         self.ttl_config = cast(TTLConfig, dict(ttl)) if ttl is not None else None
         self._default_ttl = _ttl_ms((ttl or {}).get("default_ttl"))
         # As langgraph-checkpoint-sqlite's SqliteStore: reads restart a ttl only when the
@@ -118,6 +124,7 @@ class SqlmemStore(BaseStore):
         self._stop_sweeping = threading.Event()
         self._backend = Backend(db_or_path, "SqlmemStore")
         self._kv = SQLiteKeyValueStore(self._backend.db.engine)
+        self._vectors = SQLiteKVVectors(self._backend.db.engine)
         self._compiler = compiler_for(self._backend.db.engine.tokenizer)
 
     @property
@@ -126,16 +133,22 @@ class SqlmemStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
-        if any(isinstance(op, PutOp) for op in ops):
-            with self._backend.db.atomic():
-                return [self._run(op) for op in ops]
-        return [self._run(op) for op in ops]
+        prepared = self._index.prepare(ops) if self._index is not None else {}
+        return self._batch(ops, prepared)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        prepared = await self._index.aprepare(ops) if self._index is not None else {}
         if any(isinstance(op, PutOp) for op in ops):
-            return await self._backend.write(self.batch, ops)
-        return await self._backend.run(self.batch, ops)
+            return await self._backend.write(self._batch, ops, prepared)
+        return await self._backend.run(self._batch, ops, prepared)
+
+    def _batch(self, ops: list[Op], prepared: Prepared) -> list[Result]:
+        """The batch, its embeddings already computed (never under the write lock)."""
+        if any(isinstance(op, PutOp) for op in ops):
+            with self._backend.db.atomic():
+                return [self._run(op, prepared.get(i)) for i, op in enumerate(ops)]
+        return [self._run(op, prepared.get(i)) for i, op in enumerate(ops)]
 
     def sweep_ttl(self) -> int:
         """Delete every expired item (of every store in the file's kv table)."""
@@ -173,6 +186,9 @@ class SqlmemStore(BaseStore):
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
         """Stop the sweeper thread; True once it has stopped (or none was running)."""
+        return self._stop_sweeper_thread(timeout)
+
+    def _stop_sweeper_thread(self, timeout: float | None) -> bool:
         if self._sweeper is None:
             return True
         self._stop_sweeping.set()
@@ -185,19 +201,19 @@ class SqlmemStore(BaseStore):
     def close(self) -> None:
         """Stops the sweeper, waits for async calls in flight; closes the database if
         this store opened it."""
-        self.stop_ttl_sweeper()
+        self._stop_sweeper_thread(None)
         self._backend.close()
 
     # -- one operation ----------------------------------------------------------------------
 
-    def _run(self, op: Op) -> Result:
+    def _run(self, op: Op, prepared: Any) -> Result:
         if isinstance(op, GetOp):
             return self._get(op)
         if isinstance(op, PutOp):
-            self._put(op)
+            self._put(op, prepared or ())
             return None
         if isinstance(op, SearchOp):
-            return self._search(op)
+            return self._search(op, prepared)
         if isinstance(op, ListNamespacesOp):
             return self._list_namespaces(op)
         raise InvalidArgumentError(f"unknown store operation {type(op).__name__}")
@@ -211,7 +227,7 @@ class SqlmemStore(BaseStore):
             self._kv.refresh(ns, [op.key])
         return _item(rows[0], op.namespace)
 
-    def _put(self, op: PutOp) -> None:
+    def _put(self, op: PutOp, vectors: Any) -> None:
         ns = encode_namespace(op.namespace)
         key = _key(op.key)
         if op.value is None:
@@ -225,14 +241,19 @@ class SqlmemStore(BaseStore):
             raise InvalidArgumentError(f"value must be a JSON object: {exc}") from None
         given: Any = op.ttl  # NOT_PROVIDED (not in its type): the store's default
         ttl = self._default_ttl if given is NOT_PROVIDED else _ttl_ms(given)
-        self._kv.set_many(ns, [(key, data)], ttl_ms=ttl)
+        self._kv.set_many(ns, [(key, data)], ttl_ms=ttl)  # drops the old vectors
+        self._vectors.put(ns, key, vectors)
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
-        conditions = dict(op.filter or {})
-        rows = [
-            (row, json.loads(row[2]))
-            for row in self._kv.scan(encode_namespace(op.namespace_prefix))
-        ]
+    def _search(self, op: SearchOp, query_vector: Any) -> list[SearchItem]:
+        conditions = _checked_filter(op.filter)
+        prefix = encode_namespace(op.namespace_prefix)
+        index = self._index if op.query else None
+        vectors: list[tuple[str, str, bytes]] = []
+        if index is not None:
+            found, vectors = self._vectors.scan(prefix, index.dims)
+        else:
+            found = self._kv.scan(prefix)
+        rows = [(row, json.loads(row[2])) for row in found]
         wanted = [
             i
             for i, (_, value) in enumerate(rows)
@@ -240,7 +261,14 @@ class SqlmemStore(BaseStore):
         ]
         ranked: list[tuple[int, float | None]] = [(i, None) for i in wanted]
         terms = self._compiler.terms(op.query) if op.query else ()
-        if terms:
+        if index is not None:
+            keys = [(rows[i][0][0], rows[i][0][1]) for i in wanted]
+            semantic = rank_by_vectors(query_vector, keys, vectors, index.dims)
+            ranked = [(wanted[j], score) for j, score in semantic]
+            if index.hybrid:
+                lexical = [i for i, _ in self._rank(terms, rows, set(wanted))] if terms else []
+                ranked = fuse(lexical, ranked, op.offset + op.limit)
+        elif terms:
             ranked = [(i, score) for i, score in self._rank(terms, rows, set(wanted))]
         page = ranked[op.offset : op.offset + op.limit]
         if op.refresh_ttl and self._refresh_on_read:
@@ -300,12 +328,63 @@ class AsyncSqlmemStore(SqlmemStore):
             "it; await the async method (aget, aput, asearch, abatch ...) instead"
         )
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        call = super().batch  # on the runner's thread: no loop there
-        if any(isinstance(op, PutOp) for op in ops):
-            return await self._backend.write(call, ops)
-        return await self._backend.run(call, ops)
+    # TTL housekeeping as AsyncSqliteStore has it: coroutines, the sweeper an asyncio task.
+
+    async def sweep_ttl(self) -> int:  # type: ignore[override]
+        """Delete every expired item (of every store in the file's kv table)."""
+        return await self.asweep_ttl()
+
+    async def start_ttl_sweeper(  # type: ignore[override]
+        self, sweep_interval_minutes: float | None = None
+    ) -> asyncio.Task[None]:
+        """Sweep expired items every `sweep_interval_minutes` (default: the ttl config's,
+        else 5) in a task of the running loop, until `stop_ttl_sweeper()`."""
+        if self.ttl_config is None:
+            return asyncio.create_task(asyncio.sleep(0))
+        if self._sweep_task is not None and not self._sweep_task.done():
+            return self._sweep_task
+        interval = float(
+            sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5
+        )
+        stop = self._stop_sweep_task = asyncio.Event()
+
+        async def sweep() -> None:
+            while True:
+                try:
+                    await asyncio.wait_for(stop.wait(), interval * 60)
+                    return
+                except asyncio.TimeoutError:
+                    pass
+                try:
+                    await self.asweep_ttl()
+                except Exception:  # housekeeping: the next round tries again
+                    _log.exception("sqlmem: LangGraph store ttl sweep failed")
+
+        self._sweep_task = asyncio.create_task(sweep())
+        return self._sweep_task
+
+    async def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:  # type: ignore[override]
+        """Stop the sweeper task; True once it has stopped (or none was running)."""
+        task = self._sweep_task
+        if task is None or task.done():
+            return True
+        if self._stop_sweep_task is not None:
+            self._stop_sweep_task.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except asyncio.TimeoutError:
+            return False
+        self._sweep_task = None
+        return True
+
+    _sweep_task: asyncio.Task[None] | None = None
+    _stop_sweep_task: asyncio.Event | None = None
+
+    def close(self) -> None:
+        """As `SqlmemStore.close`; a sweeper task still running is cancelled."""
+        if self._sweep_task is not None and not self._sweep_task.done():
+            self._sweep_task.cancel()
+        super().close()
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -315,6 +394,27 @@ def _key(key: Any) -> str:
     if not isinstance(key, str):
         raise InvalidArgumentError(f"key must be a str, not {type(key).__name__}")
     return key
+
+
+def _checked_filter(conditions: Any) -> dict[str, Any]:
+    """The filter's entries; a key is a literal key of the value or a dotted path into
+    it, so characters no JSON path label holds (quotes, brackets, `$`, `*`, `\\`,
+    control characters) mark a malformed key: refused, as LangGraph's stores refuse it
+    ("Invalid filter key"), rather than matched against nothing."""
+    if conditions is None:
+        return {}
+    if not isinstance(conditions, Mapping):
+        raise InvalidArgumentError(f"filter must be a mapping, not {type(conditions).__name__}")
+    for key in conditions:
+        if not isinstance(key, str) or not key or _BAD_FILTER_KEY.search(key):
+            raise InvalidArgumentError(
+                f"Invalid filter key: {key!r:.80}; a filter key is a field name or a "
+                "dotted path (no quotes, brackets, '$', '*', backslash or control characters)"
+            )
+    return dict(conditions)
+
+
+_BAD_FILTER_KEY = re.compile(r"""['"\\\[\]$*\x00-\x1f\x7f]""")
 
 
 def _ttl_ms(minutes: Any) -> int | None:

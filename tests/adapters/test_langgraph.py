@@ -132,7 +132,9 @@ def test_search_filters_order_and_pages(store: SqlmemStore) -> None:
     assert keys(filter={"user.access-level": "x"}) == ["a"]
     assert keys(filter={"tags": ["x", "y"]}) == ["b"]
     assert keys(filter={"missing": None}) == ["d", "c", "b", "a"]
-    assert keys(filter={"it's'; DROP TABLE kv; --": 1}) == []
+    # As LangGraph's stores: a key no JSON path holds is refused (was: matched nothing).
+    with pytest.raises(sqlmem.InvalidArgumentError, match="Invalid filter key"):
+        keys(filter={"it's'; DROP TABLE kv; --": 1})
     assert [i.key for i in store.search(("docs",), limit=2, offset=1)] == ["c", "b"]
     assert next(i.key for i in store.search((), limit=10)) == "z"
     with pytest.raises(sqlmem.InvalidArgumentError):
@@ -242,9 +244,21 @@ def test_async_methods_and_ownership(tmp_path: Path) -> None:
     assert store.db.closed
 
 
-def test_index_is_refused_not_ignored(db: sqlmem.MemoryDB) -> None:
+@pytest.mark.parametrize(
+    "index",
+    [
+        {"dims": 0, "embed": lambda texts: [[1.0] for _ in texts]},
+        {"dims": True, "embed": lambda texts: [[1.0] for _ in texts]},
+        {"dims": 3},
+        {"dims": 3, "embed": lambda texts: [[1.0] * 3 for _ in texts], "fields": [1]},
+        {"dims": 3, "embed": 42},
+        {"dims": 3, "embed": "no-such-provider:model"},
+        ["dims", 3],
+    ],
+)
+def test_a_malformed_index_config_is_refused(db: sqlmem.MemoryDB, index: Any) -> None:
     with pytest.raises(sqlmem.InvalidArgumentError, match="index"):
-        SqlmemStore(db, index={"dims": 3, "embed": lambda texts: [[0.0] * 3 for _ in texts]})
+        SqlmemStore(db, index=index)
 
 
 DOCS = {
