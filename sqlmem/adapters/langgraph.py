@@ -35,7 +35,6 @@ import asyncio
 import concurrent.futures
 import json
 import logging
-import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -63,8 +62,9 @@ from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
 from ..sqlite.db import MemoryDB
 from ..sqlite.kv import KVRow, SQLiteKeyValueStore
-from ..sqlite.kv_vectors import SQLiteKVVectors
+from ..sqlite.kv_search import SQLiteKVSearch
 from ._backend import Backend, DbOrPath
+from .langgraph_filter import at, compile_filter, matches
 from .langgraph_index import Prepared, StoreIndex, fuse, rank_by_vectors
 
 __all__ = [
@@ -124,7 +124,7 @@ class SqlmemStore(BaseStore):
         self._stop_sweeping = threading.Event()
         self._backend = Backend(db_or_path, "SqlmemStore")
         self._kv = SQLiteKeyValueStore(self._backend.db.engine)
-        self._vectors = SQLiteKVVectors(self._backend.db.engine)
+        self._search_sql = SQLiteKVSearch(self._backend.db.engine)
         self._compiler = compiler_for(self._backend.db.engine.tokenizer)
 
     @property
@@ -242,25 +242,34 @@ class SqlmemStore(BaseStore):
         given: Any = op.ttl  # NOT_PROVIDED (not in its type): the store's default
         ttl = self._default_ttl if given is NOT_PROVIDED else _ttl_ms(given)
         self._kv.set_many(ns, [(key, data)], ttl_ms=ttl)  # drops the old vectors
-        self._vectors.put(ns, key, vectors)
+        self._search_sql.put_vectors(ns, key, vectors)
 
     def _search(self, op: SearchOp, query_vector: Any) -> list[SearchItem]:
-        conditions = _checked_filter(op.filter)
+        """Filters run before any ranking or paging: in SQL as far as they compile
+        (`langgraph_filter`), the rest in Python. Without a query, and with a filter SQL
+        says whole, SQL pages too: nothing else is read or decoded."""
+        sql_filter, rest = compile_filter(op.filter)
         prefix = encode_namespace(op.namespace_prefix)
         index = self._index if op.query else None
+        terms = self._compiler.terms(op.query) if op.query else ()
         vectors: list[tuple[str, str, bytes]] = []
         if index is not None:
-            found, vectors = self._vectors.scan(prefix, index.dims)
+            found, vectors = self._search_sql.scan(prefix, sql_filter, index.dims)
+        elif terms:  # BM25: every item under the prefix makes the statistics
+            found, rest = self._kv.scan(prefix), dict(op.filter or {})
+        elif not rest:
+            found = self._search_sql.page(prefix, sql_filter, op.limit, op.offset)
+            rows = [(row, json.loads(row[2])) for row in found]
+            return self._page(op, rows, [(i, None) for i in range(len(rows))])
         else:
-            found = self._kv.scan(prefix)
+            found = self._search_sql.page(prefix, sql_filter, -1, 0)
         rows = [(row, json.loads(row[2])) for row in found]
         wanted = [
             i
             for i, (_, value) in enumerate(rows)
-            if all(_matches(_at(value, k), v) for k, v in conditions.items())
+            if all(matches(at(value, k), v) for k, v in rest.items())
         ]
         ranked: list[tuple[int, float | None]] = [(i, None) for i in wanted]
-        terms = self._compiler.terms(op.query) if op.query else ()
         if index is not None:
             keys = [(rows[i][0][0], rows[i][0][1]) for i in wanted]
             semantic = rank_by_vectors(query_vector, keys, vectors, index.dims)
@@ -270,7 +279,14 @@ class SqlmemStore(BaseStore):
                 ranked = fuse(lexical, ranked, op.offset + op.limit)
         elif terms:
             ranked = [(i, score) for i, score in self._rank(terms, rows, set(wanted))]
-        page = ranked[op.offset : op.offset + op.limit]
+        return self._page(op, rows, ranked[op.offset : op.offset + op.limit])
+
+    def _page(
+        self,
+        op: SearchOp,
+        rows: list[tuple[KVRow, Any]],
+        page: list[tuple[int, float | None]],
+    ) -> list[SearchItem]:
         if op.refresh_ttl and self._refresh_on_read:
             for ns, key in {(rows[i][0][0], rows[i][0][1]) for i, _ in page}:
                 self._kv.refresh(ns, [key])
@@ -396,27 +412,6 @@ def _key(key: Any) -> str:
     return key
 
 
-def _checked_filter(conditions: Any) -> dict[str, Any]:
-    """The filter's entries; a key is a literal key of the value or a dotted path into
-    it, so characters no JSON path label holds (quotes, brackets, `$`, `*`, `\\`,
-    control characters) mark a malformed key: refused, as LangGraph's stores refuse it
-    ("Invalid filter key"), rather than matched against nothing."""
-    if conditions is None:
-        return {}
-    if not isinstance(conditions, Mapping):
-        raise InvalidArgumentError(f"filter must be a mapping, not {type(conditions).__name__}")
-    for key in conditions:
-        if not isinstance(key, str) or not key or _BAD_FILTER_KEY.search(key):
-            raise InvalidArgumentError(
-                f"Invalid filter key: {key!r:.80}; a filter key is a field name or a "
-                "dotted path (no quotes, brackets, '$', '*', backslash or control characters)"
-            )
-    return dict(conditions)
-
-
-_BAD_FILTER_KEY = re.compile(r"""['"\\\[\]$*\x00-\x1f\x7f]""")
-
-
 def _ttl_ms(minutes: Any) -> int | None:
     if minutes is None:
         return None
@@ -465,53 +460,6 @@ def _text(value: Any) -> str:
         elif isinstance(node, list):
             stack.extend(node[::-1])
     return "\n".join(found)
-
-
-def _at(value: dict[str, Any], key: str) -> Any:
-    """The value at a filter key: the key itself when the value has it, else a dotted
-    path into nested objects ("user.access-level"); None when absent."""
-    if key in value:
-        return value[key]
-    node: Any = value
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _matches(have: Any, want: Any) -> bool:
-    """LangGraph's filter semantics: nested objects match key by key, lists element by
-    element, `$` operators compare (numbers by value; an ordering against a non-number
-    never matches instead of raising)."""
-    if isinstance(want, dict):
-        if any(isinstance(k, str) and k.startswith("$") for k in want):
-            return all(_operator(have, op, arg) for op, arg in want.items())
-        return isinstance(have, dict) and all(_matches(have.get(k), v) for k, v in want.items())
-    if isinstance(want, (list, tuple)):
-        return isinstance(have, list) and len(have) == len(want) and all(map(_matches, have, want))
-    return bool(have == want)
-
-
-_ORDER = {
-    "$gt": lambda a, b: a > b,
-    "$gte": lambda a, b: a >= b,
-    "$lt": lambda a, b: a < b,
-    "$lte": lambda a, b: a <= b,
-}
-
-
-def _operator(have: Any, op: str, arg: Any) -> bool:
-    if op == "$eq":
-        return bool(have == arg)
-    if op == "$ne":
-        return bool(have != arg)
-    compare = _ORDER.get(op)
-    if compare is None:
-        raise InvalidArgumentError(f"filter: unknown operator {op!r}")
-    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (have, arg))
-    strings = isinstance(have, str) and isinstance(arg, str)
-    return (numbers or strings) and bool(compare(have, arg))
 
 
 def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:

@@ -356,3 +356,84 @@ def test_async_store_refuses_sync_calls_inside_its_loop(tmp_path: Path) -> None:
     assert store.get(("a",), "k") is not None  # no loop here: answered
     assert issubclass(SyncCallInEventLoopError, sqlmem.SqlmemError)
     store.close()
+
+
+# -- filters run in SQL as far as they compile; the meaning stays Python's ---------------------
+
+# Small pools, so that stored values and filter arguments meet often (equal, ordered,
+# of another type, past 2**53).
+_SCALARS = st.sampled_from(
+    [None, True, False, 0, 1, 2, 1.0, 1.5, 2**53 + 1, 2**70, "", "a", "b", "é", "1"]
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=2),
+        st.dictionaries(st.sampled_from(["b", "c"]), inner, max_size=2),
+    ),
+    max_leaves=4,
+)
+_KEYS = st.sampled_from(["a", "b", "a.b", "a.b.c", "zz"])
+_WANTS = st.one_of(
+    _SCALARS,
+    _VALUES,
+    st.dictionaries(
+        st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]),
+        _SCALARS,
+        min_size=1,
+        max_size=2,
+    ),
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.dictionaries(_KEYS, _VALUES, max_size=4), min_size=1, max_size=8),
+    st.dictionaries(_KEYS, _WANTS, max_size=2),
+    st.integers(0, 3),
+    st.integers(1, 5),
+)
+def test_filters_in_sql_mean_what_they_mean_in_python(
+    tmp_path_factory: pytest.TempPathFactory,
+    values: list[dict[str, Any]],
+    conditions: dict[str, Any],
+    offset: int,
+    limit: int,
+) -> None:
+    """The SQL conditions (scalar equality and operators) and the Python predicate (the
+    reference: LangGraph's stores' meaning) pick the same items, in the same order."""
+    from sqlmem.adapters.langgraph_filter import at, matches
+
+    with sqlmem.open(tmp_path_factory.mktemp("filters") / "memory.db") as db:
+        store = SqlmemStore(db)
+        for i, value in enumerate(values):
+            store.put(("f",), f"k{i}", value)
+        found = [i.key for i in store.search(("f",), filter=conditions, limit=100)]
+        page = [i.key for i in store.search(("f",), filter=conditions, limit=limit, offset=offset)]
+    expected = [
+        f"k{i}"
+        for i in reversed(range(len(values)))
+        if all(matches(at(values[i], k), want) for k, want in conditions.items())
+    ]
+    assert found == expected
+    assert page == expected[offset : offset + limit]
+
+
+def test_every_scalar_comparison_agrees_with_python(store: SqlmemStore) -> None:
+    """Exhaustive over a pool of scalars: every operator against every argument, at a top
+    level key, a dotted path and a literal dotted key, SQL picks what Python picks."""
+    from sqlmem.adapters.langgraph_filter import at, matches
+
+    pool: list[Any] = [None, True, False, 0, 1, 2, 1.0, 1.5, -3, 2**53 + 1, 2**70]
+    pool += ["", "a", "b", "é", "1", [1], {"b": 1}]
+    values = [{"a": v} for v in pool] + [{"a": {"b": v}} for v in pool]
+    values += [{"a.b": v, "a": {"b": "shadowed"}} for v in pool] + [{}]
+    for i, value in enumerate(values):
+        store.put(("x",), f"k{i:02}", value)
+    newest_first = list(reversed(range(len(values))))
+    for key in ("a", "a.b"):
+        for arg in pool:
+            for want in [arg, *({op: arg} for op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"))]:
+                found = [i.key for i in store.search(("x",), filter={key: want}, limit=1000)]
+                expected = [f"k{i:02}" for i in newest_first if matches(at(values[i], key), want)]
+                assert found == expected, (key, want)

@@ -1,0 +1,132 @@
+"""Searching key-value items, for the LangGraph store (SPEC 18): filtered pages, and item
+vectors for its `index` (SPEC 17).
+
+Vectors (migrations/NNNN_kv_vectors.sql): `kv_vectors(namespace, key, field, dims,
+vector)`, one float32 unit-length row per embedded field of an item. The table's triggers
+delete an item's vectors when the item is deleted (a delete, a TTL sweep) or its value
+changes, so `put_vectors` only adds the new ones, in the caller's write transaction (the
+model ran before it: nothing here embeds).
+
+Filters run in SQL, before any ranking or paging, as compiled conditions bound as ONE
+JSON parameter (the SQL text never depends on the filter): `[[path, fallback_path, op,
+arg], ...]`, each holding for an item when the value at `path` (or at `fallback_path`
+when `path` is absent) passes `op`:
+
+- `eq_null` / `ne_null`: absent or JSON null / neither;
+- `eq_num` / `ne_num`: a number or a boolean equal to `arg` (true is 1, as Python and
+  LangGraph's stores compare them) / not so (an absent value passes);
+- `eq_str` / `ne_str`: a string equal to `arg` / not so;
+- `gt_num gte_num lt_num lte_num`: a number (not a boolean) ordered against `arg`;
+- `gt_str gte_str lt_str lte_str`: a string ordered against `arg` (code point order:
+  SQLite compares UTF-8 bytes); any other op never holds.
+The caller (`sqlmem.adapters.langgraph_filter`) compiles only what these express exactly
+and checks the rest in Python.
+
+Each call is one statement, so one snapshot: `scan` reads the items and their vectors in
+one compound SELECT, and a concurrent write never pairs a new value with old vectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..rules.checks import check_text
+from ..rules.encoding import now_ms
+from .engine import Engine
+from .kv import KVRow, prefix_upper_bound
+
+__all__ = ["KVVectorRow", "SQLiteKVSearch"]
+
+#: (namespace, key, vector BLOB) of one stored vector.
+KVVectorRow = tuple[str, str, bytes]
+
+_INSERT = """
+INSERT OR REPLACE INTO kv_vectors(namespace, key, field, dims, vector)
+VALUES (?1, ?2, ?3, ?4, ?5)
+"""
+# The item at the condition's path (or its fallback): h.t its JSON type (NULL: absent),
+# h.x its SQL value. The value is a BLOB of JSON text: CAST, or SQLite reads it as JSONB.
+_AT = """(SELECT json_type(d.doc, d.p) AS t, json_extract(d.doc, d.p) AS x FROM (
+    SELECT CAST(k.value AS TEXT) AS doc,
+        CASE WHEN json_type(CAST(k.value AS TEXT), c.value ->> 0) IS NOT NULL
+        THEN c.value ->> 0 ELSE c.value ->> 1 END AS p) AS d) AS h"""
+_NUM = "h.t IN ('integer', 'real')"
+_SCALAR = "h.t IN ('true', 'false', 'integer', 'real')"
+_ARG = "c.value ->> 3"
+_HOLDS = f"""NOT EXISTS (SELECT 1 FROM json_each(?{{n}}) AS c WHERE NOT coalesce((
+    SELECT CASE c.value ->> 2
+        WHEN 'eq_null' THEN h.t IS NULL OR h.t = 'null'
+        WHEN 'ne_null' THEN h.t IS NOT NULL AND h.t != 'null'
+        WHEN 'eq_num' THEN coalesce({_SCALAR} AND h.x = {_ARG}, 0)
+        WHEN 'ne_num' THEN NOT coalesce({_SCALAR} AND h.x = {_ARG}, 0)
+        WHEN 'eq_str' THEN coalesce(h.t = 'text' AND h.x = {_ARG}, 0)
+        WHEN 'ne_str' THEN NOT coalesce(h.t = 'text' AND h.x = {_ARG}, 0)
+        WHEN 'gt_num' THEN {_NUM} AND h.x > {_ARG}
+        WHEN 'gte_num' THEN {_NUM} AND h.x >= {_ARG}
+        WHEN 'lt_num' THEN {_NUM} AND h.x < {_ARG}
+        WHEN 'lte_num' THEN {_NUM} AND h.x <= {_ARG}
+        WHEN 'gt_str' THEN h.t = 'text' AND h.x > {_ARG}
+        WHEN 'gte_str' THEN h.t = 'text' AND h.x >= {_ARG}
+        WHEN 'lt_str' THEN h.t = 'text' AND h.x < {_ARG}
+        WHEN 'lte_str' THEN h.t = 'text' AND h.x <= {_ARG}
+        ELSE 0
+    END FROM {_AT}), 0))"""
+_LIVE_UNDER = """k.namespace >= ?1 AND (?2 IS NULL OR k.namespace < ?2)
+  AND (k.expires_at IS NULL OR k.expires_at > ?3)"""
+# A page of the items under a prefix that pass the filter, newest write first.
+_PAGE = f"""
+SELECT k.namespace, k.key, k.value, k.created_at, k.updated_at FROM kv AS k
+WHERE {_LIVE_UNDER} AND {_HOLDS.format(n=4)}
+ORDER BY k.updated_at DESC, k.rowid DESC LIMIT ?5 OFFSET ?6
+"""
+# The same items (all of them), then the vectors of `dims` dimensions they hold.
+_SCAN = f"""
+SELECT 0, k.namespace, k.key, k.value, k.created_at, k.updated_at, k.rowid, k.updated_at
+FROM kv AS k WHERE {_LIVE_UNDER} AND {_HOLDS.format(n=4)}
+UNION ALL
+SELECT 1, v.namespace, v.key, v.vector, NULL, NULL, NULL, NULL
+FROM kv_vectors AS v JOIN kv AS k ON k.namespace = v.namespace AND k.key = v.key
+WHERE v.namespace >= ?1 AND (?2 IS NULL OR v.namespace < ?2) AND v.dims = ?5
+  AND {_LIVE_UNDER} AND {_HOLDS.format(n=4)}
+ORDER BY 1, 8 DESC, 7 DESC
+"""
+
+
+class SQLiteKVSearch:
+    """Filtered reads of kv items, and their vectors, in one database; thread-safe."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def put_vectors(self, namespace: str, key: str, rows: Sequence[tuple[str, int, bytes]]) -> None:
+        """Store `(field, dims, vector)` rows of an item written in the same (enclosing)
+        write transaction."""
+        if rows:
+            with self._engine.write() as conn:
+                conn.executemany(_INSERT, [(namespace, key, f, d, v) for f, d, v in rows])
+
+    def page(self, prefix: str, conditions: str, limit: int, offset: int) -> list[KVRow]:
+        """The live items under `prefix` passing `conditions` (compiled JSON, see the
+        module's docstring), newest write first, `offset` skipped, at most `limit` (-1:
+        all)."""
+        check_text(prefix, "prefix")
+        with self._engine.read() as conn:
+            args = (prefix, prefix_upper_bound(prefix), now_ms(), conditions, limit, offset)
+            return conn.execute(_PAGE, args).fetchall()  # type: ignore[return-value]
+
+    def scan(
+        self, prefix: str, conditions: str, dims: int
+    ) -> tuple[list[KVRow], list[KVVectorRow]]:
+        """Every live item under `prefix` passing `conditions` (newest write first), and
+        the vectors of `dims` dimensions those items hold."""
+        check_text(prefix, "prefix")
+        items: list[KVRow] = []
+        vectors: list[KVVectorRow] = []
+        with self._engine.read() as conn:
+            args = (prefix, prefix_upper_bound(prefix), now_ms(), conditions, dims)
+            for row in conn.execute(_SCAN, args):
+                if row[0]:
+                    vectors.append((row[1], row[2], row[3]))
+                else:
+                    items.append((row[1], row[2], row[3], row[4], row[5]))
+        return items, vectors
