@@ -59,6 +59,10 @@ class StoreIndex:
             raise InvalidArgumentError(
                 "index['embed'] is required (Embeddings, a function or 'provider:model')"
             )
+        if config.get("distance_type", "cosine") != "cosine":
+            raise InvalidArgumentError(
+                f"index['distance_type'] {config['distance_type']!r}: sqlmem ranks by cosine only"
+            )
         self.dims = dims
         self.hybrid = bool(config.get("hybrid", False))
         fields = config.get("fields") or config.get("text_fields") or ["$"]
@@ -75,7 +79,11 @@ class StoreIndex:
         vectors = self._embed_documents(texts) if texts else []
         out = _put_rows(puts, vectors, self.dims)
         for i, query in queries:
-            out[i] = self._query_vector(self.embeddings.embed_query(query))
+            try:
+                out[i] = self._query_vector(self.embeddings.embed_query(query))
+            except Exception as exc:  # somebody else's model, as for writes
+                _query_failed(exc)
+                out[i] = None
         return out
 
     async def aprepare(self, ops: Sequence[Op]) -> Prepared:
@@ -83,7 +91,11 @@ class StoreIndex:
         vectors = await self._aembed_documents(texts) if texts else []
         out = _put_rows(puts, vectors, self.dims)
         for i, query in queries:
-            out[i] = self._query_vector(await self.embeddings.aembed_query(query))
+            try:
+                out[i] = self._query_vector(await self.embeddings.aembed_query(query))
+            except Exception as exc:
+                _query_failed(exc)
+                out[i] = None
         return out
 
     def _requests(
@@ -95,7 +107,7 @@ class StoreIndex:
         texts: list[str] = []
         queries: list[tuple[int, str]] = []
         for i, op in enumerate(ops):
-            if isinstance(op, PutOp) and op.value is not None and op.index is not False:
+            if isinstance(op, PutOp) and isinstance(op.value, dict) and op.index is not False:
                 names, found = self.texts(op)
                 puts.append((i, names))
                 texts.extend(found)
@@ -118,7 +130,10 @@ class StoreIndex:
         names: list[str] = []
         texts: list[str] = []
         for path, tokens in paths:
-            found = get_text_at_path(op.value, tokens)
+            try:
+                found = get_text_at_path(op.value, tokens)
+            except (TypeError, ValueError, RecursionError):  # no JSON: the put refuses it
+                found = []
             for j, text in enumerate(found):
                 names.append(f"{path}.{j}" if len(found) > 1 else path)
                 texts.append(text)
@@ -147,9 +162,8 @@ class StoreIndex:
     def _query_vector(self, output: Any) -> Vector | None:
         matrix = np.asarray([output], dtype=np.float32)
         if matrix.ndim != 2 or matrix.shape[1] != self.dims:
-            raise InvalidArgumentError(
-                f"the embedder gave the query a vector of shape {matrix.shape[1:]}, "
-                f"expected ({self.dims},) (index['dims'])"
+            raise EmbeddingProblem(
+                f"the query's vector has shape {matrix.shape[1:]}, expected ({self.dims},)"
             )
         return unit_query(matrix)
 
@@ -166,6 +180,16 @@ def _tokenized(fields: Any) -> list[tuple[str, str | list[str]]]:
 def _lost(exc: Exception, count: int) -> list[Vector | None]:
     _log.warning("sqlmem: LangGraph store embedder failed; items stored without vectors: %s", exc)
     return [None] * count
+
+
+def _query_failed(exc: Exception) -> None:
+    """A query the embedder failed (logged): its search ranks no item by vector (all come
+    unscored, newest first), rather than failing the agent's turn (as SPEC 17's facts)."""
+    _log.warning(
+        "sqlmem: LangGraph store embedder failed for a query; searching without its vector: %s: %s",
+        type(exc).__name__,
+        exc,
+    )
 
 
 def _put_rows(

@@ -254,6 +254,7 @@ def test_async_methods_and_ownership(tmp_path: Path) -> None:
         {"dims": 3, "embed": 42},
         {"dims": 3, "embed": "no-such-provider:model"},
         ["dims", 3],
+        {"dims": 3, "embed": lambda texts: [[1.0] * 3 for _ in texts], "distance_type": "l2"},
     ],
 )
 def test_a_malformed_index_config_is_refused(db: sqlmem.MemoryDB, index: Any) -> None:
@@ -289,7 +290,7 @@ def _fts5_scores(query: str, texts: dict[str, str]) -> dict[str, float]:
 
 @pytest.mark.parametrize("query", ["fox", "dog fox", "lazy sleeping dogs", "天気", "fox zzz"])
 def test_query_ranks_by_fts5_bm25(store: SqlmemStore, query: str) -> None:
-    from sqlmem.adapters.langgraph import _text
+    from sqlmem.adapters.langgraph_store import _text
 
     for key, value in DOCS.items():
         store.put(("docs",), key, value)
@@ -437,3 +438,36 @@ def test_every_scalar_comparison_agrees_with_python(store: SqlmemStore) -> None:
                 found = [i.key for i in store.search(("x",), filter={key: want}, limit=1000)]
                 expected = [f"k{i:02}" for i in newest_first if matches(at(values[i], key), want)]
                 assert found == expected, (key, want)
+
+
+def test_async_store_ttl_housekeeping_is_awaited(tmp_path: Path) -> None:
+    """As LangGraph's AsyncSqliteStore: `sweep_ttl`, `start_ttl_sweeper` (a task of the
+    running loop) and `stop_ttl_sweeper` are coroutines."""
+    from sqlmem.adapters.langgraph import AsyncSqlmemStore
+
+    async def main() -> None:
+        store = AsyncSqlmemStore(tmp_path / "memory.db", ttl={"default_ttl": 5})
+        try:
+            await store.aput(("t",), "old", {"v": 1})
+            await store.aput(("t",), "new", {"v": 2})
+            _expire(store.db, "old")
+            assert await store.sweep_ttl() == 1
+            assert [i.key for i in await store.asearch(("t",))] == ["new"]
+            task = await store.start_ttl_sweeper()
+            assert isinstance(task, asyncio.Task) and not task.done()
+            assert await store.start_ttl_sweeper() is task  # one sweeper
+            assert await store.stop_ttl_sweeper(timeout=10)
+            assert task.done() and not task.cancelled()
+            assert await store.stop_ttl_sweeper()  # none running
+            running = await store.start_ttl_sweeper()
+        finally:
+            store.close()  # cancels a sweeper still running
+        await asyncio.sleep(0)
+        assert running.cancelled()
+        plain = AsyncSqlmemStore(tmp_path / "other.db")  # no ttl config: nothing to sweep
+        try:
+            await (await plain.start_ttl_sweeper())
+        finally:
+            plain.close()
+
+    asyncio.run(main())

@@ -193,8 +193,16 @@ def test_an_embedder_that_fails_loses_no_write(
     wrong = SqlmemStore(db, index={"dims": 3, "embed": embed})  # the model gives 10 dims
     wrong.put(("e",), "c", {"t": "red"})  # stored, without a vector
     assert wrong.get(("e",), "c") is not None
-    with pytest.raises(sqlmem.InvalidArgumentError, match="dims"):
-        wrong.search(("e",), query="red")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="sqlmem"):
+        found = wrong.search(("e",), query="red")  # no query vector: all unscored
+    assert "searching without its vector" in caplog.text
+    assert [(r.key, r.score) for r in found] == [("c", None), ("b", None), ("a", None)]
+    broken["on"] = True
+    assert [r.score for r in store.search(("e",), query="car")] == [None, None, None]
+    with pytest.raises(sqlmem.InvalidArgumentError):  # not JSON: refused whole, no TypeError
+        store.put(("e",), "bytes", {"t": b"red"})
+    assert store.get(("e",), "bytes") is None
 
 
 def test_async_store_with_an_async_embedder(tmp_path: Path) -> None:
