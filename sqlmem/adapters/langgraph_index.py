@@ -234,7 +234,7 @@ def rank_by_vectors(
     scored = np.flatnonzero(np.isfinite(best))
     order = scored[np.lexsort((scored, -best[scored]))]  # by (-score, newest first)
     ranked: list[tuple[int, float | None]] = [(int(i), float(best[i])) for i in order]
-    ranked.extend((i, None) for i in range(len(wanted)) if not np.isfinite(best[i]))
+    ranked.extend((int(i), None) for i in np.flatnonzero(~np.isfinite(best)))
     return ranked
 
 

@@ -210,11 +210,13 @@ class SqlmemStore(BaseStore):
     def _search(self, op: SearchOp, query_vector: Any) -> list[SearchItem]:
         """Filters run before any ranking or paging: in SQL as far as they compile
         (`langgraph_filter`), the rest in Python. Without a query, and with a filter SQL
-        says whole, SQL pages too: nothing else is read or decoded."""
+        says whole, SQL pages too. Values are decoded only where Python needs them (the
+        rest of the filter, BM25's texts, the page)."""
         sql_filter, rest = compile_filter(op.filter)
         prefix = encode_namespace(op.namespace_prefix)
         index = self._index if op.query else None
-        terms = self._compiler.terms(op.query) if op.query else ()
+        lexical = op.query and (index is None or index.hybrid)
+        terms = self._compiler.terms(op.query) if lexical and op.query else ()
         vectors: list[tuple[str, str, bytes]] = []
         if index is not None:
             found, vectors = self._search_sql.scan(prefix, sql_filter, index.dims)
@@ -222,47 +224,50 @@ class SqlmemStore(BaseStore):
             found, rest = self._kv.scan(prefix), dict(op.filter or {})
         elif not rest:
             found = self._search_sql.page(prefix, sql_filter, op.limit, op.offset)
-            rows = [(row, json.loads(row[2])) for row in found]
-            return self._page(op, rows, [(i, None) for i in range(len(rows))])
+            return self._page(op, found, None, [(i, None) for i in range(len(found))])
         else:
             found = self._search_sql.page(prefix, sql_filter, -1, 0)
-        rows = [(row, json.loads(row[2])) for row in found]
-        wanted = [
-            i
-            for i, (_, value) in enumerate(rows)
-            if all(matches(at(value, k), v) for k, v in rest.items())
-        ]
+        values = [json.loads(row[2]) for row in found] if rest or terms else None
+        wanted = list(range(len(found)))
+        if rest and values is not None:
+            wanted = [
+                i for i in wanted if all(matches(at(values[i], k), v) for k, v in rest.items())
+            ]
         ranked: list[tuple[int, float | None]] = [(i, None) for i in wanted]
         if index is not None:
-            keys = [(rows[i][0][0], rows[i][0][1]) for i in wanted]
+            keys = [(found[i][0], found[i][1]) for i in wanted]
             semantic = rank_by_vectors(query_vector, keys, vectors, index.dims)
             ranked = [(wanted[j], score) for j, score in semantic]
-            if index.hybrid:
-                lexical = [i for i, _ in self._rank(terms, rows, set(wanted))] if terms else []
-                ranked = fuse(lexical, ranked, op.offset + op.limit)
-        elif terms:
-            ranked = [(i, score) for i, score in self._rank(terms, rows, set(wanted))]
-        return self._page(op, rows, ranked[op.offset : op.offset + op.limit])
+            if index.hybrid and terms and values is not None:
+                bm25 = [i for i, _ in self._rank(terms, values, set(wanted))]
+                ranked = fuse(bm25, ranked, op.offset + op.limit)
+        elif terms and values is not None:
+            ranked = [(i, score) for i, score in self._rank(terms, values, set(wanted))]
+        return self._page(op, found, values, ranked[op.offset : op.offset + op.limit])
 
     def _page(
         self,
         op: SearchOp,
-        rows: list[tuple[KVRow, Any]],
+        found: list[KVRow],
+        values: list[Any] | None,
         page: list[tuple[int, float | None]],
     ) -> list[SearchItem]:
         if op.refresh_ttl and self._refresh_on_read:
-            for ns, key in {(rows[i][0][0], rows[i][0][1]) for i, _ in page}:
+            for ns, key in {(found[i][0], found[i][1]) for i, _ in page}:
                 self._kv.refresh(ns, [key])
-        return [_search_item(rows[i][0], rows[i][1], score) for i, score in page]
+        return [
+            _search_item(found[i], json.loads(found[i][2]) if values is None else values[i], score)
+            for i, score in page
+        ]
 
     def _rank(
-        self, terms: tuple[Any, ...], rows: list[tuple[KVRow, Any]], wanted: set[int]
+        self, terms: tuple[Any, ...], values: list[Any], wanted: set[int]
     ) -> list[tuple[int, float]]:
         """FTS5's BM25 of the query over the text of every item under the prefix (its
         string values), best first; the items under the prefix make the statistics, the
         filter only picks (as a filtered FTS5 search). Brute force: no index yet."""
         docs = []
-        for _, value in rows:
+        for value in values:
             text = _text(value)
             docs.append(self._compiler.tokens(segment(text) or text))
         if len(terms) > MAX_QUERY_TERMS:  # the rarest, as sqlmem's stores keep them
