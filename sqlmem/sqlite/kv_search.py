@@ -76,27 +76,29 @@ _HOLDS = f"""(NOT EXISTS (SELECT 1 FROM c WHERE NOT coalesce((
     END FROM {_AT}), 0)))"""
 _LIVE_UNDER = """k.namespace >= ?1 AND (?2 IS NULL OR k.namespace < ?2)
   AND (k.expires_at IS NULL OR k.expires_at > ?3)"""
-# A page of the items under a prefix that pass the filter, newest write first.
-_PAGE = f"""{_CONDITIONS}
+# A page of the items under a prefix (that pass the filter), newest write first.
+_PAGE_FROM = f"""
 SELECT k.namespace, k.key, k.value, k.created_at, k.updated_at FROM kv AS k
-WHERE {_LIVE_UNDER} AND {_HOLDS}
-ORDER BY k.updated_at DESC, k.rowid DESC LIMIT ?5 OFFSET ?6
-"""
+WHERE {_LIVE_UNDER}"""
+_PAGE_ORDER = "ORDER BY k.updated_at DESC, k.rowid DESC LIMIT ?5 OFFSET ?6"
+_PAGE = f"{_CONDITIONS} {_PAGE_FROM} AND {_HOLDS} {_PAGE_ORDER}"
 # The same items (all of them), then the vectors of `dims` dimensions they hold.
-_SCAN = f"""{_CONDITIONS}
+_SCAN_ITEMS = f"""
 SELECT 0, k.namespace, k.key, k.value, k.created_at, k.updated_at, k.rowid, k.updated_at
-FROM kv AS k WHERE {_LIVE_UNDER} AND {_HOLDS}
-UNION ALL
+FROM kv AS k WHERE {_LIVE_UNDER}"""
+_SCAN_VECTORS = f"""
 SELECT 1, v.namespace, v.key, v.vector, NULL, NULL, NULL, NULL
 FROM kv_vectors AS v JOIN kv AS k ON k.namespace = v.namespace AND k.key = v.key
 WHERE v.namespace >= ?1 AND (?2 IS NULL OR v.namespace < ?2) AND v.dims = ?5
-  AND {_LIVE_UNDER} AND {_HOLDS}
-ORDER BY 1, 8 DESC, 7 DESC
-"""
+  AND {_LIVE_UNDER}"""
+_SCAN_ORDER = "ORDER BY 1, 8 DESC, 7 DESC"
+_SCAN = f"""{_CONDITIONS} {_SCAN_ITEMS} AND {_HOLDS}
+UNION ALL {_SCAN_VECTORS} AND {_HOLDS} {_SCAN_ORDER}"""
 # Without a filter: the same statements without the predicate (SQLite would evaluate its
 # correlated subquery for every item even when it holds no condition: 6x slower).
 _NO_FILTER = "[]"
-_PAGE_ALL, _SCAN_ALL = (sql.replace(f" AND {_HOLDS}", "") for sql in (_PAGE, _SCAN))
+_PAGE_ALL = f"{_CONDITIONS} {_PAGE_FROM} {_PAGE_ORDER}"
+_SCAN_ALL = f"{_CONDITIONS} {_SCAN_ITEMS} UNION ALL {_SCAN_VECTORS} {_SCAN_ORDER}"
 
 
 class SQLiteKVSearch:
@@ -119,8 +121,9 @@ class SQLiteKVSearch:
         check_text(prefix, "prefix")
         with self._engine.read() as conn:
             args = (prefix, prefix_upper_bound(prefix), now_ms(), conditions, limit, offset)
-            sql = _PAGE_ALL if conditions == _NO_FILTER else _PAGE
-            return conn.execute(sql, args).fetchall()  # type: ignore[return-value]
+            if conditions == _NO_FILTER:
+                return conn.execute(_PAGE_ALL, args).fetchall()  # type: ignore[return-value]
+            return conn.execute(_PAGE, args).fetchall()  # type: ignore[return-value]
 
     def scan(
         self, prefix: str, conditions: str, dims: int
@@ -132,7 +135,11 @@ class SQLiteKVSearch:
         vectors: list[KVVectorRow] = []
         with self._engine.read() as conn:
             args = (prefix, prefix_upper_bound(prefix), now_ms(), conditions, dims)
-            for row in conn.execute(_SCAN_ALL if conditions == _NO_FILTER else _SCAN, args):
+            if conditions == _NO_FILTER:
+                cursor = conn.execute(_SCAN_ALL, args)
+            else:
+                cursor = conn.execute(_SCAN, args)
+            for row in cursor:
                 if row[0]:
                     vectors.append((row[1], row[2], row[3]))
                 else:
