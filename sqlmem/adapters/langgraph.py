@@ -1,8 +1,9 @@
 """sqlmem behind LangGraph: `SqlmemStore`, a `BaseStore` in the agent's memory file
-(SPEC 18). A first, tested subset: see "Not yet" below.
+(SPEC 18), with LangGraph's vector search (`index`, SPEC 17).
 
     from sqlmem.adapters.langgraph import SqlmemStore
     store = SqlmemStore("memory.db")        # instead of SqliteStore / InMemoryStore
+    store = SqlmemStore("memory.db", index={"dims": 256, "embed": embed, "fields": ["text"]})
     graph = builder.compile(store=store)
 
 Storage: the file's key-value table (`sqlmem.sqlite.kv`, migration kv). An item is one
@@ -11,58 +12,43 @@ label as a JSON string followed by a comma), its key the row's key, its value co
 JSON. The encoding is injective and keeps prefixes: a namespace prefix is a string prefix
 of the encoding exactly when it is a tuple prefix, so namespaces of any strings (`/`,
 `.`, empty labels, unicode, a thousand labels) never collide, and a search under a prefix
-is one range of the primary key.
+is one range of the primary key. Vectors: one row per embedded field in kv_vectors
+(`sqlmem.sqlite.kv_search`), gone with their item.
 
 Operations: `batch`/`abatch` run `GetOp`, `PutOp` (a None value deletes), `SearchOp`
-(namespace prefix, `filter` with plain values, nested objects and `$eq $ne $gt $gte $lt
-$lte`, `limit`/`offset`, newest first) and `ListNamespacesOp` (prefix and suffix
-conditions with `*` wildcards, `max_depth`, `limit`, `offset`) in order; a batch holding
-a put is one transaction (all or nothing, and its reads see its own writes). TTL:
-`ttl={"default_ttl": minutes, "refresh_on_read": bool}` or a put's own `ttl`; with the
-config's `refresh_on_read`, reads restart it (as SqliteStore); `start_ttl_sweeper()` runs
-a sweeper thread; expired items are invisible at once and `sweep_ttl()` deletes
-them. Values JSON cannot hold (NaN, bytes) are refused with `InvalidArgumentError`.
+(namespace prefix, `filter`: see `langgraph_filter`, `limit`/`offset`) and
+`ListNamespacesOp` (prefix and suffix conditions with `*` wildcards, `max_depth`,
+`limit`, `offset`) in order; a batch holding a put is one transaction (all or nothing, and
+its reads see its own writes). The batch's texts are embedded first, in one call, before
+that transaction (`langgraph_index`). TTL: `ttl={"default_ttl": minutes,
+"refresh_on_read": bool}` or a put's own `ttl`; with the config's `refresh_on_read`, reads
+restart it (as SqliteStore); `start_ttl_sweeper()` runs a sweeper (a thread; a task of
+the loop for `AsyncSqlmemStore`); expired items are invisible at once and `sweep_ttl()`
+deletes them and their vectors. Values JSON cannot hold (NaN, bytes) are refused with
+`InvalidArgumentError`.
 
-A search `query` ranks by FTS5's BM25 (sqlmem's tokenizer and scores, `sqlmem.search`)
-over the text of every item under the prefix, computed in Python (no full-text index on
-the kv table yet: linear in the items under the prefix). Not yet: `index` (vector and
-hybrid search), refused with `InvalidArgumentError` rather than ignored.
+Search, filters first (in SQL as far as they compile, the rest in Python), then:
+- no query: newest write first (paged in SQL when the filter compiled whole);
+- a query, no `index`: FTS5's BM25 (sqlmem's tokenizer and scores, `sqlmem.search`) over
+  the string values of the items under the prefix, which make the statistics;
+- a query and an `index`: each item's best field cosine with the query (`score`, as
+  LangGraph's stores report it), exact (numpy over the filtered items' vectors); items
+  without a vector (`index=False`, no indexed field, a failed embedder) follow, unscored;
+- a query and `index={..., "hybrid": True}` (sqlmem's key): reciprocal rank fusion of
+  the BM25 and vector rankings (SPEC 17; `score` the fused value). Not the default:
+  LangGraph's tests and users read `score` as the cosine. BM25's statistics are then
+  those of the filtered items.
+
+Not yet: the BM25 of a query without an index is computed in Python over every item under
+the prefix (no FTS5 index on the kv table: linear in those items); LangGraph's
+`distance_type` other than "cosine" is refused.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import json
-import logging
-import threading
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any, cast
-
-from langgraph.store.base import (
-    NOT_PROVIDED,
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    TTLConfig,
-)
-
-from ..errors import InvalidArgumentError, SqlmemError
-from ..rules.encoding import dt_from_ms, dumps_json
-from ..search.bm25 import occurrences, scores
-from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
-from ..sqlite.db import MemoryDB
-from ..sqlite.kv import KVRow, SQLiteKeyValueStore
-from ._backend import Backend, DbOrPath
+from .langgraph_async import AsyncSqlmemStore, SyncCallInEventLoopError
+from .langgraph_saver import AsyncSqlmemSaver, SqlmemSaver
+from .langgraph_store import SqlmemStore, decode_namespace, encode_namespace
 
 __all__ = [
     "AsyncSqlmemSaver",
@@ -73,358 +59,3 @@ __all__ = [
     "decode_namespace",
     "encode_namespace",
 ]
-
-_log = logging.getLogger("sqlmem")
-
-#: Every LangGraph row's kv namespace starts with this tag.
-TAG = "langgraph:"
-
-
-def encode_namespace(namespace: tuple[str, ...]) -> str:
-    """The kv namespace of a LangGraph namespace: injective, and prefix-preserving."""
-    if not isinstance(namespace, (tuple, list)) or not all(isinstance(x, str) for x in namespace):
-        raise InvalidArgumentError(f"namespace must be a tuple of str, got {namespace!r:.80}")
-    return TAG + "".join(dumps_json(label) + "," for label in namespace)
-
-
-def decode_namespace(text: str) -> tuple[str, ...]:
-    return tuple(json.loads("[" + text[len(TAG) : -1] + "]"))
-
-
-class SqlmemStore(BaseStore):
-    """LangGraph's `BaseStore` over a sqlmem database; sync and async on one object.
-
-    `db_or_path`: a `MemoryDB` or `AsyncMemoryDB` (shared; `close()` leaves it open) or a
-    path (opened here, closed by `close()`).
-    """
-
-    supports_ttl = True
-
-    def __init__(
-        self,
-        db_or_path: DbOrPath,
-        *,
-        index: Mapping[str, Any] | None = None,
-        ttl: Mapping[str, Any] | None = None,
-    ) -> None:
-        if index is not None:
-            raise InvalidArgumentError("SqlmemStore: index (vector search) is not supported yet")
-        self.ttl_config = cast(TTLConfig, dict(ttl)) if ttl is not None else None
-        self._default_ttl = _ttl_ms((ttl or {}).get("default_ttl"))
-        # As langgraph-checkpoint-sqlite's SqliteStore: reads restart a ttl only when the
-        # store's ttl config asks for it, whatever the operation's refresh_ttl says.
-        self._refresh_on_read = bool((ttl or {}).get("refresh_on_read", False))
-        self._sweeper: threading.Thread | None = None
-        self._stop_sweeping = threading.Event()
-        self._backend = Backend(db_or_path, "SqlmemStore")
-        self._kv = SQLiteKeyValueStore(self._backend.db.engine)
-        self._compiler = compiler_for(self._backend.db.engine.tokenizer)
-
-    @property
-    def db(self) -> MemoryDB:
-        return self._backend.db
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        if any(isinstance(op, PutOp) for op in ops):
-            with self._backend.db.atomic():
-                return [self._run(op) for op in ops]
-        return [self._run(op) for op in ops]
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        if any(isinstance(op, PutOp) for op in ops):
-            return await self._backend.write(self.batch, ops)
-        return await self._backend.run(self.batch, ops)
-
-    def sweep_ttl(self) -> int:
-        """Delete every expired item (of every store in the file's kv table)."""
-        return self._kv.sweep()
-
-    async def asweep_ttl(self) -> int:
-        return await self._backend.write(self._kv.sweep)
-
-    def start_ttl_sweeper(
-        self, sweep_interval_minutes: float | None = None
-    ) -> concurrent.futures.Future[None]:
-        """Sweep expired items every `sweep_interval_minutes` (default: the ttl config's,
-        else 5) on a daemon thread, until `stop_ttl_sweeper()` or `close()`. Expired
-        items are invisible to reads at once; the sweep only frees their rows."""
-        future: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if self.ttl_config is None or (self._sweeper is not None and self._sweeper.is_alive()):
-            future.set_result(None)
-            return future
-        interval = float(
-            sweep_interval_minutes or self.ttl_config.get("sweep_interval_minutes") or 5
-        )
-        self._stop_sweeping.clear()
-
-        def sweep() -> None:
-            while not self._stop_sweeping.wait(interval * 60):
-                try:
-                    self._kv.sweep()
-                except Exception:  # housekeeping: the next round tries again
-                    _log.exception("sqlmem: LangGraph store ttl sweep failed")
-            future.set_result(None)
-
-        self._sweeper = threading.Thread(target=sweep, name="sqlmem-ttl-sweeper", daemon=True)
-        self._sweeper.start()
-        return future
-
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper thread; True once it has stopped (or none was running)."""
-        if self._sweeper is None:
-            return True
-        self._stop_sweeping.set()
-        self._sweeper.join(timeout)
-        if self._sweeper.is_alive():
-            return False
-        self._sweeper = None
-        return True
-
-    def close(self) -> None:
-        """Stops the sweeper, waits for async calls in flight; closes the database if
-        this store opened it."""
-        self.stop_ttl_sweeper()
-        self._backend.close()
-
-    # -- one operation ----------------------------------------------------------------------
-
-    def _run(self, op: Op) -> Result:
-        if isinstance(op, GetOp):
-            return self._get(op)
-        if isinstance(op, PutOp):
-            self._put(op)
-            return None
-        if isinstance(op, SearchOp):
-            return self._search(op)
-        if isinstance(op, ListNamespacesOp):
-            return self._list_namespaces(op)
-        raise InvalidArgumentError(f"unknown store operation {type(op).__name__}")
-
-    def _get(self, op: GetOp) -> Item | None:
-        ns = encode_namespace(op.namespace)
-        rows = self._kv.rows(ns, [_key(op.key)])
-        if not rows:
-            return None
-        if op.refresh_ttl and self._refresh_on_read:
-            self._kv.refresh(ns, [op.key])
-        return _item(rows[0], op.namespace)
-
-    def _put(self, op: PutOp) -> None:
-        ns = encode_namespace(op.namespace)
-        key = _key(op.key)
-        if op.value is None:
-            self._kv.delete_many(ns, [key])
-            return
-        if not isinstance(op.value, dict):
-            raise InvalidArgumentError(f"value must be a dict, not {type(op.value).__name__}")
-        try:
-            data = dumps_json(op.value).encode("utf-8")
-        except (TypeError, ValueError, RecursionError, UnicodeEncodeError) as exc:
-            raise InvalidArgumentError(f"value must be a JSON object: {exc}") from None
-        given: Any = op.ttl  # NOT_PROVIDED (not in its type): the store's default
-        ttl = self._default_ttl if given is NOT_PROVIDED else _ttl_ms(given)
-        self._kv.set_many(ns, [(key, data)], ttl_ms=ttl)
-
-    def _search(self, op: SearchOp) -> list[SearchItem]:
-        conditions = dict(op.filter or {})
-        rows = [
-            (row, json.loads(row[2]))
-            for row in self._kv.scan(encode_namespace(op.namespace_prefix))
-        ]
-        wanted = [
-            i
-            for i, (_, value) in enumerate(rows)
-            if all(_matches(_at(value, k), v) for k, v in conditions.items())
-        ]
-        ranked: list[tuple[int, float | None]] = [(i, None) for i in wanted]
-        terms = self._compiler.terms(op.query) if op.query else ()
-        if terms:
-            ranked = [(i, score) for i, score in self._rank(terms, rows, set(wanted))]
-        page = ranked[op.offset : op.offset + op.limit]
-        if op.refresh_ttl and self._refresh_on_read:
-            for ns, key in {(rows[i][0][0], rows[i][0][1]) for i, _ in page}:
-                self._kv.refresh(ns, [key])
-        return [_search_item(rows[i][0], rows[i][1], score) for i, score in page]
-
-    def _rank(
-        self, terms: tuple[Any, ...], rows: list[tuple[KVRow, Any]], wanted: set[int]
-    ) -> list[tuple[int, float]]:
-        """FTS5's BM25 of the query over the text of every item under the prefix (its
-        string values), best first; the items under the prefix make the statistics, the
-        filter only picks (as a filtered FTS5 search). Brute force: no index yet."""
-        docs = []
-        for _, value in rows:
-            text = _text(value)
-            docs.append(self._compiler.tokens(segment(text) or text))
-        if len(terms) > MAX_QUERY_TERMS:  # the rarest, as sqlmem's stores keep them
-            counts: Counter[str] = Counter()
-            every = tokens_of(terms)
-            for doc in docs:
-                counts.update(every.intersection(doc))
-            terms = rarest_terms(terms, counts, "any")
-        freqs = [[occurrences(doc, t.tokens) for t in terms] for doc in docs]
-        found = scores(freqs, [len(d) for d in docs], keep=wanted.__contains__)
-        found.sort(key=lambda hit: -hit[1])  # stable: ties newest first
-        return found
-
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        found: set[tuple[str, ...]] = set()
-        for text in self._kv.namespaces(TAG):
-            ns = decode_namespace(text)
-            if all(_does_match(c, ns) for c in op.match_conditions or ()):
-                found.add(ns[: op.max_depth] if op.max_depth is not None else ns)
-        return sorted(found)[op.offset : op.offset + op.limit]
-
-
-class SyncCallInEventLoopError(SqlmemError, asyncio.InvalidStateError):
-    """A sync call to an `AsyncSqlmemStore` from a thread running an event loop (it would
-    block the loop); an `asyncio.InvalidStateError` too, as LangGraph's AsyncSqliteStore
-    raises."""
-
-
-class AsyncSqlmemStore(SqlmemStore):
-    """The async-first twin (same arguments): like LangGraph's `AsyncSqliteStore`, it
-    refuses sync calls (`get`, `put`, `search`, `batch` ...) made from a thread that runs
-    an event loop, where they would block it; use the `a`-methods there. Sync calls from
-    other threads are answered."""
-
-    def batch(self, ops: Iterable[Op]) -> list[Result]:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # no loop on this thread: a sync call is fine here
-            return super().batch(ops)
-        raise SyncCallInEventLoopError(
-            "AsyncSqlmemStore: a sync call from inside a running event loop would block "
-            "it; await the async method (aget, aput, asearch, abatch ...) instead"
-        )
-
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        ops = list(ops)
-        call = super().batch  # on the runner's thread: no loop there
-        if any(isinstance(op, PutOp) for op in ops):
-            return await self._backend.write(call, ops)
-        return await self._backend.run(call, ops)
-
-
-# -- helpers --------------------------------------------------------------------------------------
-
-
-def _key(key: Any) -> str:
-    if not isinstance(key, str):
-        raise InvalidArgumentError(f"key must be a str, not {type(key).__name__}")
-    return key
-
-
-def _ttl_ms(minutes: Any) -> int | None:
-    if minutes is None:
-        return None
-    if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not minutes > 0:
-        raise InvalidArgumentError(f"ttl must be a positive number of minutes, got {minutes!r}")
-    return max(1, round(minutes * 60_000))
-
-
-def _times(row: KVRow) -> tuple[datetime, datetime]:
-    return dt_from_ms(row[3]), dt_from_ms(row[4])
-
-
-def _item(row: KVRow, namespace: tuple[str, ...]) -> Item:
-    created, updated = _times(row)
-    return Item(
-        value=json.loads(row[2]),
-        key=row[1],
-        namespace=namespace,
-        created_at=created,
-        updated_at=updated,
-    )
-
-
-def _search_item(row: KVRow, value: dict[str, Any], score: float | None) -> SearchItem:
-    created, updated = _times(row)
-    return SearchItem(
-        namespace=decode_namespace(row[0]),
-        key=row[1],
-        value=value,
-        created_at=created,
-        updated_at=updated,
-        score=score,
-    )
-
-
-def _text(value: Any) -> str:
-    """The searchable text of a value: its string leaves, in order, one per line."""
-    found: list[str] = []
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            found.append(node)
-        elif isinstance(node, dict):
-            stack.extend(list(node.values())[::-1])
-        elif isinstance(node, list):
-            stack.extend(node[::-1])
-    return "\n".join(found)
-
-
-def _at(value: dict[str, Any], key: str) -> Any:
-    """The value at a filter key: the key itself when the value has it, else a dotted
-    path into nested objects ("user.access-level"); None when absent."""
-    if key in value:
-        return value[key]
-    node: Any = value
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def _matches(have: Any, want: Any) -> bool:
-    """LangGraph's filter semantics: nested objects match key by key, lists element by
-    element, `$` operators compare (numbers by value; an ordering against a non-number
-    never matches instead of raising)."""
-    if isinstance(want, dict):
-        if any(isinstance(k, str) and k.startswith("$") for k in want):
-            return all(_operator(have, op, arg) for op, arg in want.items())
-        return isinstance(have, dict) and all(_matches(have.get(k), v) for k, v in want.items())
-    if isinstance(want, (list, tuple)):
-        return isinstance(have, list) and len(have) == len(want) and all(map(_matches, have, want))
-    return bool(have == want)
-
-
-_ORDER = {
-    "$gt": lambda a, b: a > b,
-    "$gte": lambda a, b: a >= b,
-    "$lt": lambda a, b: a < b,
-    "$lte": lambda a, b: a <= b,
-}
-
-
-def _operator(have: Any, op: str, arg: Any) -> bool:
-    if op == "$eq":
-        return bool(have == arg)
-    if op == "$ne":
-        return bool(have != arg)
-    compare = _ORDER.get(op)
-    if compare is None:
-        raise InvalidArgumentError(f"filter: unknown operator {op!r}")
-    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (have, arg))
-    strings = isinstance(have, str) and isinstance(arg, str)
-    return (numbers or strings) and bool(compare(have, arg))
-
-
-def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = condition.path
-    if len(namespace) < len(path):
-        return False
-    pairs = (
-        zip(namespace, path, strict=False)
-        if condition.match_type == "prefix"
-        else zip(reversed(namespace), reversed(path), strict=False)
-    )
-    return all(p == "*" or k == p for k, p in pairs)
-
-
-# The checkpointer lives in its own module (size); importable from here, as SPEC 18 names it.
-from .langgraph_saver import AsyncSqlmemSaver, SqlmemSaver  # noqa: E402

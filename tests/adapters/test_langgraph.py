@@ -132,7 +132,9 @@ def test_search_filters_order_and_pages(store: SqlmemStore) -> None:
     assert keys(filter={"user.access-level": "x"}) == ["a"]
     assert keys(filter={"tags": ["x", "y"]}) == ["b"]
     assert keys(filter={"missing": None}) == ["d", "c", "b", "a"]
-    assert keys(filter={"it's'; DROP TABLE kv; --": 1}) == []
+    # As LangGraph's stores: a key no JSON path holds is refused (was: matched nothing).
+    with pytest.raises(sqlmem.InvalidArgumentError, match="Invalid filter key"):
+        keys(filter={"it's'; DROP TABLE kv; --": 1})
     assert [i.key for i in store.search(("docs",), limit=2, offset=1)] == ["c", "b"]
     assert next(i.key for i in store.search((), limit=10)) == "z"
     with pytest.raises(sqlmem.InvalidArgumentError):
@@ -242,9 +244,22 @@ def test_async_methods_and_ownership(tmp_path: Path) -> None:
     assert store.db.closed
 
 
-def test_index_is_refused_not_ignored(db: sqlmem.MemoryDB) -> None:
+@pytest.mark.parametrize(
+    "index",
+    [
+        {"dims": 0, "embed": lambda texts: [[1.0] for _ in texts]},
+        {"dims": True, "embed": lambda texts: [[1.0] for _ in texts]},
+        {"dims": 3},
+        {"dims": 3, "embed": lambda texts: [[1.0] * 3 for _ in texts], "fields": [1]},
+        {"dims": 3, "embed": 42},
+        {"dims": 3, "embed": "no-such-provider:model"},
+        ["dims", 3],
+        {"dims": 3, "embed": lambda texts: [[1.0] * 3 for _ in texts], "distance_type": "l2"},
+    ],
+)
+def test_a_malformed_index_config_is_refused(db: sqlmem.MemoryDB, index: Any) -> None:
     with pytest.raises(sqlmem.InvalidArgumentError, match="index"):
-        SqlmemStore(db, index={"dims": 3, "embed": lambda texts: [[0.0] * 3 for _ in texts]})
+        SqlmemStore(db, index=index)
 
 
 DOCS = {
@@ -275,7 +290,7 @@ def _fts5_scores(query: str, texts: dict[str, str]) -> dict[str, float]:
 
 @pytest.mark.parametrize("query", ["fox", "dog fox", "lazy sleeping dogs", "天気", "fox zzz"])
 def test_query_ranks_by_fts5_bm25(store: SqlmemStore, query: str) -> None:
-    from sqlmem.adapters.langgraph import _text
+    from sqlmem.adapters.langgraph_store import _text
 
     for key, value in DOCS.items():
         store.put(("docs",), key, value)
@@ -342,3 +357,117 @@ def test_async_store_refuses_sync_calls_inside_its_loop(tmp_path: Path) -> None:
     assert store.get(("a",), "k") is not None  # no loop here: answered
     assert issubclass(SyncCallInEventLoopError, sqlmem.SqlmemError)
     store.close()
+
+
+# -- filters run in SQL as far as they compile; the meaning stays Python's ---------------------
+
+# Small pools, so that stored values and filter arguments meet often (equal, ordered,
+# of another type, past 2**53).
+_SCALARS = st.sampled_from(
+    [None, True, False, 0, 1, 2, 1.0, 1.5, 2**53 + 1, 2**70, "", "a", "b", "é", "1"]
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=2),
+        st.dictionaries(st.sampled_from(["b", "c"]), inner, max_size=2),
+    ),
+    max_leaves=4,
+)
+_KEYS = st.sampled_from(["a", "b", "a.b", "a.b.c", "zz"])
+_WANTS = st.one_of(
+    _SCALARS,
+    _VALUES,
+    st.dictionaries(
+        st.sampled_from(["$eq", "$ne", "$gt", "$gte", "$lt", "$lte"]),
+        _SCALARS,
+        min_size=1,
+        max_size=2,
+    ),
+)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.dictionaries(_KEYS, _VALUES, max_size=4), min_size=1, max_size=8),
+    st.dictionaries(_KEYS, _WANTS, max_size=2),
+    st.integers(0, 3),
+    st.integers(1, 5),
+)
+def test_filters_in_sql_mean_what_they_mean_in_python(
+    tmp_path_factory: pytest.TempPathFactory,
+    values: list[dict[str, Any]],
+    conditions: dict[str, Any],
+    offset: int,
+    limit: int,
+) -> None:
+    """The SQL conditions (scalar equality and operators) and the Python predicate (the
+    reference: LangGraph's stores' meaning) pick the same items, in the same order."""
+    from sqlmem.adapters.langgraph_filter import at, matches
+
+    with sqlmem.open(tmp_path_factory.mktemp("filters") / "memory.db") as db:
+        store = SqlmemStore(db)
+        for i, value in enumerate(values):
+            store.put(("f",), f"k{i}", value)
+        found = [i.key for i in store.search(("f",), filter=conditions, limit=100)]
+        page = [i.key for i in store.search(("f",), filter=conditions, limit=limit, offset=offset)]
+    expected = [
+        f"k{i}"
+        for i in reversed(range(len(values)))
+        if all(matches(at(values[i], k), want) for k, want in conditions.items())
+    ]
+    assert found == expected
+    assert page == expected[offset : offset + limit]
+
+
+def test_every_scalar_comparison_agrees_with_python(store: SqlmemStore) -> None:
+    """Exhaustive over a pool of scalars: every operator against every argument, at a top
+    level key, a dotted path and a literal dotted key, SQL picks what Python picks."""
+    from sqlmem.adapters.langgraph_filter import at, matches
+
+    pool: list[Any] = [None, True, False, 0, 1, 2, 1.0, 1.5, -3, 2**53 + 1, 2**70]
+    pool += ["", "a", "b", "é", "1", [1], {"b": 1}]
+    values = [{"a": v} for v in pool] + [{"a": {"b": v}} for v in pool]
+    values += [{"a.b": v, "a": {"b": "shadowed"}} for v in pool] + [{}]
+    for i, value in enumerate(values):
+        store.put(("x",), f"k{i:02}", value)
+    newest_first = list(reversed(range(len(values))))
+    for key in ("a", "a.b"):
+        for arg in pool:
+            for want in [arg, *({op: arg} for op in ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte"))]:
+                found = [i.key for i in store.search(("x",), filter={key: want}, limit=1000)]
+                expected = [f"k{i:02}" for i in newest_first if matches(at(values[i], key), want)]
+                assert found == expected, (key, want)
+
+
+def test_async_store_ttl_housekeeping_is_awaited(tmp_path: Path) -> None:
+    """As LangGraph's AsyncSqliteStore: `sweep_ttl`, `start_ttl_sweeper` (a task of the
+    running loop) and `stop_ttl_sweeper` are coroutines."""
+    from sqlmem.adapters.langgraph import AsyncSqlmemStore
+
+    async def main() -> None:
+        store = AsyncSqlmemStore(tmp_path / "memory.db", ttl={"default_ttl": 5})
+        try:
+            await store.aput(("t",), "old", {"v": 1})
+            await store.aput(("t",), "new", {"v": 2})
+            _expire(store.db, "old")
+            assert await store.sweep_ttl() == 1
+            assert [i.key for i in await store.asearch(("t",))] == ["new"]
+            task = await store.start_ttl_sweeper()
+            assert isinstance(task, asyncio.Task) and not task.done()
+            assert await store.start_ttl_sweeper() is task  # one sweeper
+            assert await store.stop_ttl_sweeper(timeout=10)
+            assert task.done() and not task.cancelled()
+            assert await store.stop_ttl_sweeper()  # none running
+            running = await store.start_ttl_sweeper()
+        finally:
+            store.close()  # cancels a sweeper still running
+        await asyncio.sleep(0)
+        assert running.cancelled()
+        plain = AsyncSqlmemStore(tmp_path / "other.db")  # no ttl config: nothing to sweep
+        try:
+            await (await plain.start_ttl_sweeper())
+        finally:
+            plain.close()
+
+    asyncio.run(main())
