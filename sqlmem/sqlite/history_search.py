@@ -13,7 +13,8 @@ So the plan depends on the session's size (one row of `sessions`, no count):
 
 * Small session (at most `SMALL_SESSION` messages): filter, then rank. Read the session's
   indexed texts by the (session, seq) index, tokenize them as FTS5 does, and score the
-  ones holding a query word with FTS5's BM25 (`search.bm25.weigh`), with the file's
+  ones holding a query word (tokens are kept per text in the process: a session is
+  searched again as it grows, and its old messages never change) with FTS5's BM25 (`search.bm25.weigh`), with the file's
   statistics: N and the mean length from FTS5's averages record, each word's document
   count from the store's vocabulary (`fts_any`; exact counts for rare words, which are
   cheap to count; a common word's count may be stale by up to a tenth of the rows, as
@@ -32,6 +33,7 @@ there) always take the exact statement: there it is cheap anyway.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,6 +53,13 @@ PLAN_BELOW = EXACT_BELOW
 SMALL_SESSION = 1_000
 #: The most messages of the whole file read to find a large session's best.
 MAX_DEPTH = 2_000
+
+#: Tokenized message texts kept in the process (text -> tokens), and the longest kept:
+#: ~1-2 MB of tokens for chat messages, plus the texts themselves.
+CACHED_TEXTS = 8_192
+CACHED_LENGTH = 2_000
+_CACHE: dict[tuple[QueryCompiler, str], Sequence[str]] = {}
+_CACHE_LOCK = threading.Lock()
 
 #: (pk, messages ever stored minus popped ones) of the session: its size, no count.
 SESSION_SIZE = "SELECT pk, last_seq - holes FROM sessions WHERE session_id = ?"
@@ -121,7 +130,7 @@ def _filter_first(
     hits: list[int] = []
     freqs: list[list[int]] = []
     lengths: list[int] = []
-    for (pk, _), tokens in zip(texts, compiler.document_tokens([t for _, t in texts]), strict=True):
+    for (pk, _), tokens in zip(texts, _tokens(compiler, [t for _, t in texts]), strict=True):
         if firsts.isdisjoint(tokens):
             continue
         kept = tuple(tokens)
@@ -140,6 +149,30 @@ def _filter_first(
     rows: list[Any] = conn.execute(ROWS_BY_PK, (_json_ints(wanted),)).fetchall()
     by_pk = {row[0]: row[1:] for row in rows}
     return [(*by_pk[hits[i]], session_id, -scores[i]) for i in best]
+
+
+def _tokens(compiler: QueryCompiler, texts: list[str]) -> list[Sequence[str]]:
+    """Each text's tokens, from the cache when it was tokenized before (a session is
+    searched again and again as it grows: its old messages never change), the rest in
+    one batch."""
+    out: list[Sequence[str] | None] = []
+    missing: list[int] = []
+    with _CACHE_LOCK:
+        for i, text in enumerate(texts):
+            found = _CACHE.get((compiler, text))
+            out.append(found)
+            if found is None:
+                missing.append(i)
+    if missing:
+        fresh = compiler.document_tokens([texts[i] for i in missing])
+        with _CACHE_LOCK:
+            if len(_CACHE) + len(missing) > CACHED_TEXTS:
+                _CACHE.clear()  # wholesale: cheaper than LRU bookkeeping on every hit
+            for i, tokens in zip(missing, fresh, strict=True):
+                out[i] = tokens
+                if len(texts[i]) <= CACHED_LENGTH:
+                    _CACHE[(compiler, texts[i])] = tokens
+    return [tokens or () for tokens in out]
 
 
 def _doc_freqs(
