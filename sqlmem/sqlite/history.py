@@ -377,8 +377,8 @@ class SQLiteHistoryStore:
                 if match is None:  # no kept word is in any message
                     return []
             if session_id is not None:  # a filter: planned by the session's size
-                rows = search_session(conn, self._any, compiler, terms, match, session_id, limit)
-                if rows is None:  # a small file, or too few of the session's among the best
+                rows = search_session(conn, self._any, compiler, terms, session_id, limit)
+                if rows is None:  # a small file, or a large session: exact
                     rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
             else:
                 found = self._any.rows(conn, terms, limit)

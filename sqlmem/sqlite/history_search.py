@@ -9,23 +9,26 @@ therefore scores every match in the file and keeps the session's: measured on 10
 messages in 200 sessions, 66-85x the cost of the same search in a file holding only a
 50-message session, 5-9x for a 20,000-message one.
 
-So the plan depends on the session's size (one row of `sessions`, no count):
+So the plan depends on the session's size (one row of `sessions`, no count). Measured
+on that file: a 50-message session 2.5-3.7x its cost alone.
 
 * Small session (at most `SMALL_SESSION` messages): filter, then rank. Read the session's
-  indexed texts by the (session, seq) index, tokenize them as FTS5 does, and score the
-  ones holding a query word (tokens are kept per text in the process: a session is
-  searched again as it grows, and its old messages never change) with FTS5's BM25 (`search.bm25.weigh`), with the file's
-  statistics: N and the mean length from FTS5's averages record, each word's document
-  count from the store's vocabulary (`fts_any`; exact counts for rare words, which are
-  cheap to count; a common word's count may be stale by up to a tenth of the rows, as
-  the "any" shortcut already allows on large histories). Counting a common word exactly
+  indexed texts by the (session, seq) index, tokenize them as FTS5 does (tokens are kept
+  per text in the process: a session is searched again as it grows, and its old
+  messages never change), and score the ones holding a query word with FTS5's BM25
+  (`search.bm25.weigh`) and the file's statistics: N and the mean length from FTS5's
+  averages record, each word's document count from the store's vocabulary (`fts_any`;
+  exact counts for rare words, which are cheap to count; a common word's count may be
+  stale by up to a tenth of the rows, as the "any" shortcut already allows on large
+  histories). Counting a common word exactly
   would scan its posting list (~2-5 ms for "the" in 100,000 messages): the very cost
   this avoids.
-* Large session: rank, then filter. The best `depth` messages of the whole file (the
-  unfiltered search, `fts_any` shortcut included) are read, `depth` scaled by the
-  session's share of the file; when at least `top_k` of them are the session's, they are
-  its best (a better message of the session would be among them). Otherwise the exact
-  statement runs.
+* Large session: the exact statement. Ranking the whole file first (the unfiltered
+  search's best `depth`, `depth` scaled by the session's share, then the session's among
+  them) was tried and measured worse on the file above (8-12x instead of 5-9x for the
+  20,000-message session): the "any" shortcut's rare-word candidates rarely reach such a
+  depth, so the exact OR ranking of the whole file ran after it, or the AND of the common
+  words scored many rows. What would help is left open (issue 19).
 
 Files under `PLAN_BELOW` indexed messages (the in-memory twin's agreement tests live
 there) always take the exact statement: there it is cheap anyway.
@@ -44,15 +47,13 @@ from ..search.query import QueryCompiler, Term
 from . import history_sql as sql
 from .fts_any import EXACT_BELOW, RARE_SHARE, AnyShortcut, varint
 
-__all__ = ["MAX_DEPTH", "PLAN_BELOW", "SMALL_SESSION", "search_session"]
+__all__ = ["PLAN_BELOW", "SMALL_SESSION", "search_session"]
 
 #: Files with fewer indexed messages search a session with the exact statement alone.
 PLAN_BELOW = EXACT_BELOW
 #: Sessions of at most this many messages are filtered first. Tokenizing costs ~2 µs a
 #: chat message, so 1,000 messages cost about one unfiltered search of 100,000.
 SMALL_SESSION = 1_000
-#: The most messages of the whole file read to find a large session's best.
-MAX_DEPTH = 2_000
 
 #: Tokenized message texts kept in the process (text -> tokens), and the longest kept:
 #: ~1-2 MB of tokens for chat messages, plus the texts themselves.
@@ -80,12 +81,11 @@ def search_session(
     shortcut: AnyShortcut,
     compiler: QueryCompiler,
     terms: Sequence[Term],
-    match: str,
     session_id: str,
     limit: int,
 ) -> list[Any] | None:
     """Result rows (MESSAGE_COLUMNS, session_id, bm25) of a search within `session_id`,
-    best first, or None: run the exact statement."""
+    best first, or None: run the exact statement (a small file, or a large session)."""
     rows, tokens = _averages(conn, shortcut)
     if rows < max(PLAN_BELOW, 1):
         return None
@@ -93,10 +93,10 @@ def search_session(
     if not found:
         return []
     session_pk, size = found[0]
-    if size <= SMALL_SESSION:
-        stats = (rows, tokens / rows)
-        return _filter_first(conn, shortcut, compiler, terms, session_pk, session_id, limit, stats)
-    return _rank_first(conn, shortcut, terms, match, session_id, limit, -(-rows // max(size, 1)))
+    if size > SMALL_SESSION:
+        return None
+    stats = (rows, tokens / rows)
+    return _filter_first(conn, shortcut, compiler, terms, session_pk, session_id, limit, stats)
 
 
 def _averages(conn: apsw.Connection, shortcut: AnyShortcut) -> tuple[int, int]:
@@ -190,30 +190,6 @@ def _doc_freqs(
             ).fetchall()
             dfs[j] = int(found[0][0])
     return dfs
-
-
-def _rank_first(
-    conn: apsw.Connection,
-    shortcut: AnyShortcut,
-    terms: Sequence[Term],
-    match: str,
-    session_id: str,
-    limit: int,
-    spread: int,
-) -> list[Any] | None:
-    """The session's best among the file's best `depth`, or None when too few are its.
-    `spread`: the file's messages per message of the session (rounded up)."""
-    depth = min(MAX_DEPTH, 2 * limit * spread)
-    if depth < limit:
-        return None
-    found = shortcut.rows(conn, terms, depth)
-    every = found is None  # the exact OR ranking: every match seen when it ran short
-    if found is None:
-        found = conn.execute(sql.SEARCH_ALL, {"query": match, "limit": depth}).fetchall()
-    mine = [row for row in found if row[9] == session_id]
-    if len(mine) >= limit or (every and len(found) < depth):
-        return mine[:limit]
-    return None
 
 
 def _json_ints(values: list[int]) -> str:

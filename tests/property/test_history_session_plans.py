@@ -1,7 +1,7 @@
 """History search within one session takes a plan by the session's size on large files
-(sqlmem.sqlite.history_search): filter-then-rank for a small session, rank-then-filter for
-a large one. Both must answer as the exact statement does, so the twin agreement machine
-runs again with each plan forced on every search, on files of any size.
+(sqlmem.sqlite.history_search): filter-then-rank for a small session, the exact statement
+for a large one. The plan must answer as the exact statement does, so the twin agreement
+machine runs again with it forced on every search, on files of any size.
 
 `RARE_SHARE = 1.0` makes every word "rare", so each document count is taken exactly (on a
 real large file a common word's count comes from the vocabulary, which may be a little
@@ -38,20 +38,5 @@ class FilterFirstAgreement(_Forced):
     forced: ClassVar[dict[str, Any]] = {**_PLAN, "SMALL_SESSION": 2**62}
 
 
-class RankFirstAgreement(_Forced):
-    forced: ClassVar[dict[str, Any]] = {**_PLAN, "SMALL_SESSION": -1}
-
-
-class RankFirstShallowAgreement(_Forced):
-    """Depth 1: the file's best rarely hold top_k of the session's, so the exact statement
-    runs after the rank-first attempt: that fallback must answer alike."""
-
-    forced: ClassVar[dict[str, Any]] = {**_PLAN, "SMALL_SESSION": -1, "MAX_DEPTH": 1}
-
-
 TestFilterFirstAgreement = FilterFirstAgreement.TestCase
 TestFilterFirstAgreement.settings = _settings
-TestRankFirstAgreement = RankFirstAgreement.TestCase
-TestRankFirstAgreement.settings = _settings
-TestRankFirstShallowAgreement = RankFirstShallowAgreement.TestCase
-TestRankFirstShallowAgreement.settings = _settings

@@ -1,6 +1,6 @@
 """History search within one session: the plans of sqlmem.sqlite.history_search (filter
-then rank for a small session, rank then filter for a large one, the exact statement as
-the fallback) give the in-memory twin's answers, for many queries on one interleaved file.
+then rank for a small session, the exact statement for a large one) give the in-memory
+twin's answers, for many queries on one interleaved file.
 
 Files under `PLAN_BELOW` messages always take the exact statement; the tests lower the
 thresholds so a few hundred messages stand in for a large file, and force each plan.
@@ -26,8 +26,7 @@ WORDS = ["apple", "apples", "run", "running", "dog", "DOG", "naïve", "跑步", 
 SESSIONS = {"small": 15, "mid": 60, "big": 300, "other": 120}
 PLANS: dict[str, dict[str, Any]] = {
     "filter-first": {"SMALL_SESSION": 2**62},
-    "rank-first": {"SMALL_SESSION": -1},
-    "exact-fallback": {"SMALL_SESSION": -1, "MAX_DEPTH": 1},
+    "exact": {"SMALL_SESSION": -1},
 }
 
 
@@ -99,8 +98,7 @@ def test_small_files_take_the_exact_statement(
     """Below PLAN_BELOW indexed messages no plan runs (the twin's agreement tests and
     every small agent live there)."""
     ran: list[str] = []
-    for name in ("_filter_first", "_rank_first"):
-        monkeypatch.setattr(history_search, name, lambda *a, name=name: ran.append(name))
+    monkeypatch.setattr(history_search, "_filter_first", lambda *a: ran.append("filter"))
     sqlite, twin = stores
     got = sqlite.search("apple dog", session_id="big")
     _agree(got, twin.search("apple dog", session_id="big"), 10)
@@ -108,21 +106,26 @@ def test_small_files_take_the_exact_statement(
     assert ran == []
 
 
-@pytest.mark.parametrize(("size", "plan"), [(15, "_filter_first"), (300, "_rank_first")])
+@pytest.mark.parametrize(("size", "filtered"), [(15, True), (300, False)])
 def test_the_plan_follows_the_sessions_size(
-    size: int, plan: str, stores: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
+    size: int, filtered: bool, stores: tuple[Any, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A session of at most SMALL_SESSION messages is filtered first; a larger one takes
+    the exact statement."""
     monkeypatch.setattr(history_search, "PLAN_BELOW", 1)
     monkeypatch.setattr(history_search, "SMALL_SESSION", 100)
-    ran: list[str] = []
-    for name in ("_filter_first", "_rank_first"):
-        original = getattr(history_search, name)
+    ran: list[int] = []
+    original = history_search._filter_first
 
-        def spy(*args: Any, name: str = name, original: Any = original) -> Any:
-            ran.append(name)
-            return original(*args)
+    def spy(*args: Any) -> Any:
+        found = original(*args)
+        ran.append(len(found))
+        return found
 
-        monkeypatch.setattr(history_search, name, spy)
+    monkeypatch.setattr(history_search, "_filter_first", spy)
     sid = next(s for s, n in SESSIONS.items() if n == size)
-    stores[0].search("apple", session_id=sid)
-    assert ran == [plan]
+    sqlite, twin = stores
+    got = sqlite.search("apple", session_id=sid)
+    _agree(got, twin.search("apple", session_id=sid), 10)
+    assert got
+    assert ran == ([len(got)] if filtered else [])
