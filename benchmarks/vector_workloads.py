@@ -16,7 +16,7 @@ runs the three alone and prints them.
   a fifth of the file, each against the same search in a file holding only that session
   (SPEC 5 0.2: "about what the same search would cost if that session were alone").
   Reported, no limit yet: the plan (`sqlmem.sqlite.history_search`) brought the small
-  session from 66-85x to ~3.5x and the large one from 5-9x to ~3.2x.
+  session from 66-85x to ~2.5-3.7x; the large one still takes the exact statement (5-9x).
 
 The vectors are random unit vectors from a lookup embedder (the query's "model" is a
 dictionary lookup): the cost measured is sqlmem's and numpy's, not a model's.
