@@ -42,7 +42,6 @@ from typing import Any
 
 import apsw
 
-from ..search.bm25 import occurrences, weigh
 from ..search.query import QueryCompiler, Term
 from . import history_sql as sql
 from .fts_any import EXACT_BELOW, RARE_SHARE, AnyShortcut, varint
@@ -62,6 +61,9 @@ CACHED_LENGTH = 2_000
 _CACHE: dict[tuple[QueryCompiler, str], Sequence[str]] = {}
 _CACHE_LOCK = threading.Lock()
 
+#: FTS5's averages record of messages_fts, and the rows holding one phrase (fts_any's SQL).
+AVERAGES = sql.ANY.averages
+PHRASE_DOCS = sql.ANY.phrase_docs
 #: (pk, messages ever stored minus popped ones) of the session: its size, no count.
 SESSION_SIZE = "SELECT pk, last_seq - holes FROM sessions WHERE session_id = ?"
 #: The session's indexed texts (as messages_fts_source defines them), in storage order.
@@ -86,7 +88,7 @@ def search_session(
 ) -> list[Any] | None:
     """Result rows (MESSAGE_COLUMNS, session_id, bm25) of a search within `session_id`,
     best first, or None: run the exact statement (a small file, or a large session)."""
-    rows, tokens = _averages(conn, shortcut)
+    rows, tokens = _averages(conn)
     if rows < max(PLAN_BELOW, 1):
         return None
     found: list[Any] = conn.execute(SESSION_SIZE, (session_id,)).fetchall()
@@ -99,9 +101,9 @@ def search_session(
     return _filter_first(conn, shortcut, compiler, terms, session_pk, session_id, limit, stats)
 
 
-def _averages(conn: apsw.Connection, shortcut: AnyShortcut) -> tuple[int, int]:
+def _averages(conn: apsw.Connection) -> tuple[int, int]:
     """(indexed rows, their tokens) from FTS5's averages record, as bm25() reads them."""
-    found: list[Any] = conn.execute(shortcut.queries.averages).fetchall()
+    found: list[Any] = conn.execute(AVERAGES).fetchall()
     if not found or not isinstance(found[0][0], bytes) or not found[0][0]:
         return 0, 0
     try:
@@ -122,6 +124,8 @@ def _filter_first(
     limit: int,
     stats: tuple[int, float],
 ) -> list[Any]:
+    from ..search.bm25 import occurrences, weigh  # numpy: only on large files
+
     texts: list[Any] = conn.execute(SESSION_TEXTS, (session_pk,)).fetchall()
     if not texts:
         return []
@@ -185,9 +189,7 @@ def _doc_freqs(
     cutoff = n_docs * RARE_SHARE
     for j, term in enumerate(terms):
         if dfs[j] <= cutoff:
-            found: list[Any] = conn.execute(
-                shortcut.queries.phrase_docs, (f'"{term.phrase}"',)
-            ).fetchall()
+            found: list[Any] = conn.execute(PHRASE_DOCS, (f'"{term.phrase}"',)).fetchall()
             dfs[j] = int(found[0][0])
     return dfs
 
