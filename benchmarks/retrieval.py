@@ -6,11 +6,27 @@ The corpus, written by hand, each fact with two questions a person would ask:
   answer ("Any restaurant ideas for me?" / "The user is vegetarian.");
 - 20 "specific" facts (codes, names, numbers), whose questions carry the rare term and
   paraphrase the rest ("status of SQM-3141?");
-hidden among generated distractor facts (work notes) that share the questions' common
-words. Reported: recall@1/5/10 and MRR@10 per mode, per question set and over all 120.
+hidden among generated distractors. Reported: recall@1/5/10 and MRR@10 per mode, per
+question set and over all 120.
 
-What it does not measure: multi-session conversations (history search has no vectors yet;
-see the issue notes), and speed (that is the W workloads' job).
+Why these proportions. Questions: an agent's memory is asked both ways, and which way wins
+decides which leg helps: paraphrases are what lexical search cannot do (the reason
+vectors exist), exact names, ids and numbers are what averaged static word vectors blur.
+Two to one reflects that most questions people ask an assistant about themselves are
+phrased in their own words, while a steady share names a person, place, code or number;
+both sets are reported apart so a reader can weigh them otherwise. Distractors: a real
+memory is not a set of answers among unrelated text. They come in equal thirds: work notes
+sharing the questions' common words (eat, city, name, weekend); facts about the people
+around the user on the same topics as the user's own ("The user's brother Tom is vegan.",
+the near-misses of a paraphrase); and codes, ids, names and numbers shaped like the
+specifics ("Ticket SQM-5120 tracks ...", the near-misses of an exact-term question). Until
+session 6 all distractors were work notes: words like "is", "in" or "the user" then
+appeared almost only in the answers, which made them rare, so BM25 ranked answers by
+function words, and no exact-term question had a near-miss. The thirds were fixed before
+measuring and not tuned to a result.
+
+What it does not measure: multi-session conversations (history search has no vectors),
+and speed (benchmarks/vector_workloads.py does).
 """
 
 from __future__ import annotations
@@ -196,15 +212,88 @@ _OBJECTS = [
     "the early train to the client",
     "the car park permits",
 ]
+_NAMES = ["Ana", "Sam", "Priya", "Leo", "Tom", "Mei", "Omar", "Lena", "Raj", "Eva", "Jonas"]
+_CITIES = ["Lisbon", "Porto", "Berlin", "Madrid", "Zurich", "Oslo", "Lyon", "Krakow"]
+_RELATIONS = ["brother", "colleague", "neighbour", "cousin", "friend", "mother", "flatmate"]
+#: Facts about the people around the user, on the same topics as the user's own facts
+#: (food, places, work, hobbies, health): the near-misses of a paraphrase question.
+_PEOPLE = [
+    "is vegan",
+    "lives in {city}",
+    "works as a teacher",
+    "is allergic to cats",
+    "prefers coffee over tea",
+    "plays tennis on Saturdays",
+    "speaks French and Italian",
+    "drives a diesel van",
+    "is learning to play the piano",
+    "supports {city} FC",
+    "moved to {city} in 2023",
+    "collects old maps",
+    "wakes up at 9 am",
+    "is training for a triathlon",
+    "has a cat called Miso",
+]
+#: Codes, ids and numbers of the same shapes as SPECIFIC's: an exact-term question must
+#: beat these, which BM25 does (the term is rare) and averaged word vectors may not.
+_ENTITIES = [
+    "Ticket SQM-{n4} tracks the {thing} bug.",
+    "Invoice {year}-{n3} was paid on {day} {month}.",
+    "The {place} door code is {n4}.",
+    "The user's {item} serial number is SN-{n5}.",
+    "Policy PX-{n5} covers the {item}.",
+    "The {env} server is called {bird}.",
+    "{name} from {city} sends the {period} figures.",
+    "The wifi password at the {city} office is {word}{n2}.",
+    "Employee id E-{n5} belongs to {name}.",
+    "The {city} trip is booked for {day} {month}.",
+]
+_FILL = {
+    "thing": ["login timeout", "slow import", "memory leak", "date parsing", "cache miss"],
+    "month": ["January", "March", "May", "July", "September", "November"],
+    "place": ["office", "garage", "storage room", "bike shed"],
+    "item": ["laptop", "phone", "camera", "bicycle", "washing machine"],
+    "env": ["build", "test", "backup", "metrics"],
+    "bird": ["falcon", "heron", "osprey", "wren", "magpie", "plover"],
+    "period": ["monthly", "weekly", "annual"],
+    "word": ["mango", "copper", "violet", "harbour"],
+}
 
 
 def distractors(count: int, rng: random.Random) -> list[str]:
-    """Work notes that share the questions' common words (eat, city, name, weekend ...)."""
-    return [
-        f"{rng.choice(_TOPICS).capitalize()} {i}: {rng.choice(_VERBS)} {rng.choice(_OBJECTS)}"
-        f" with {rng.choice(['Ana', 'Sam', 'Priya', 'Leo', 'the team'])}."
-        for i in range(count)
-    ]
+    """Generated memories the answers hide among, in thirds: work notes that share the
+    questions' common words (eat, city, name, weekend ...); facts about the people around
+    the user, on the user facts' topics ("The user's brother Tom is vegan."); and codes,
+    ids, names and numbers shaped like SPECIFIC's ("Ticket SQM-5120 tracks ...")."""
+    out: list[str] = []
+    for i in range(count):
+        kind = i % 3
+        if kind == 0:
+            out.append(
+                f"{rng.choice(_TOPICS).capitalize()} {i}: {rng.choice(_VERBS)}"
+                f" {rng.choice(_OBJECTS)} with {rng.choice([*_NAMES[:4], 'the team'])}."
+            )
+        elif kind == 1:
+            what = rng.choice(_PEOPLE).format(city=rng.choice(_CITIES))
+            out.append(f"The user's {rng.choice(_RELATIONS)} {rng.choice(_NAMES)} {what}.")
+        else:
+            out.append(_entity(rng))
+    return out
+
+
+def _entity(rng: random.Random) -> str:
+    slots = {key: rng.choice(values) for key, values in _FILL.items()}
+    return rng.choice(_ENTITIES).format(
+        n2=rng.randrange(10, 100),
+        n3=rng.randrange(100, 1000),
+        n4=rng.randrange(1000, 10000),
+        n5=rng.randrange(10000, 100000),
+        year=rng.choice([2023, 2024, 2025]),
+        day=rng.randrange(1, 29),
+        name=rng.choice(_NAMES),
+        city=rng.choice(_CITIES),
+        **slots,
+    )
 
 
 def evaluate(distractor_count: int, seed: int = 7) -> dict[str, dict[str, float]]:

@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Literal
+from typing import Literal, cast
 
 import apsw
 
@@ -146,6 +146,20 @@ class QueryCompiler:
         with sqlite_outside_engines():  # SQLite code: a fork waits for it (forksafe)
             result = self._tokenizer()(data, flags, None, include_offsets=False)
         return tuple(_first(t) for t in result)
+
+    def document_tokens(self, texts: Sequence[str]) -> list[list[str]]:
+        """The tokens FTS5 indexes for each of `texts` (already segmented), in one pass:
+        `tokens` per text costs ~13 µs for a chat message, mostly per-call overhead; this
+        ~2 µs (a history search within one session tokenizes that session's messages)."""
+        tok = self._tokenizer()
+        flags = apsw.FTS5_TOKENIZE_DOCUMENT
+        out: list[list[str]] = []
+        with sqlite_outside_engines():  # SQLite code: a fork waits for it (forksafe)
+            for text in texts:
+                data = (_SURROGATE.sub("", text) if not text.isascii() else text).encode()
+                found = tok(data, flags, None, include_offsets=False, include_colocated=False)
+                out.append(cast("list[str]", found))  # strings alone: both flags off
+        return out
 
     def terms(self, text: str) -> tuple[Term, ...]:
         """The distinct words of a user query, in order of first appearance; at most

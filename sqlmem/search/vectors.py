@@ -117,15 +117,16 @@ def rank_by_cosine(matrix: Vector, query: Vector, top_k: int) -> list[tuple[int,
         return []
     similarity = matrix @ query
     if top_k < rows:
-        # The k-th best value, then the rows above it and the first rows equal to it, so
-        # that which of several equal rows make the cut does not depend on the partition
-        # algorithm (backends agree on ties: the lower row first).
-        kth = -np.partition(-similarity, top_k - 1)[top_k - 1]
-        above = np.flatnonzero(similarity > kth)
-        part = np.concatenate((above, np.flatnonzero(similarity == kth)[: top_k - len(above)]))
+        # The k-th best value, then every row at least as good: the rows above it and all
+        # rows equal to it, so that which of several equal rows make the cut does not
+        # depend on the partition algorithm (backends agree on ties: the lower row first,
+        # by the sort below). Two passes over the similarities after the product, no
+        # negated copy: at 100,000 rows each pass costs ~40 µs, the product ~3 ms.
+        kth = np.partition(similarity, rows - top_k)[rows - top_k]
+        part = np.flatnonzero(similarity >= kth)
     else:
         part = np.arange(rows)
-    order = part[np.lexsort((part, -similarity[part]))]  # by (-similarity, row)
+    order = part[np.lexsort((part, -similarity[part]))][:top_k]  # by (-similarity, row)
     return [(int(i), float(similarity[i])) for i in order]
 
 

@@ -186,6 +186,12 @@ class AnyShortcut:
                 rows = any_rare
         return rows if len(rows) >= limit else None
 
+    def doc_freqs(self, conn: apsw.Connection, terms: Sequence[Term], total: int) -> list[int]:
+        """Each term's df as the plan sees it (see `_doc_freqs`; a word's may be stale by
+        up to `_DRIFT` of the rows): history search within one session weighs common
+        words with it (`history_search`)."""
+        return self._doc_freqs(conn, terms, total)
+
     def _doc_freqs(self, conn: apsw.Connection, terms: Sequence[Term], total: int) -> list[int]:
         """Each term's df: a word's from the vocabulary (1 when it is in no more than one
         row, or new since the scan), a phrase of several tokens counted once and kept."""

@@ -58,6 +58,7 @@ from . import history_sql as sql
 from .engine import Engine
 from .fts_any import AnyShortcut, capped_terms
 from .history_archive import archive
+from .history_search import search_session
 from .purge import purge_session
 from .writer import Writer
 
@@ -375,8 +376,10 @@ class SQLiteHistoryStore:
                 match = phrases(terms, " OR ")
                 if match is None:  # no kept word is in any message
                     return []
-            if session_id is not None:  # a filter: exact, like filtered fact searches
-                rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
+            if session_id is not None:  # a filter: planned by the session's size
+                rows = search_session(conn, self._any, compiler, terms, session_id, limit)
+                if rows is None:  # a small file, or a large session: exact
+                    rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
             else:
                 found = self._any.rows(conn, terms, limit)
                 if found is None:  # a small history, or a query without common words
