@@ -58,13 +58,13 @@ REGISTRY: list[Entry] = [
     Entry("W9", "context", "context_workloads:w9_context_window"),
     Entry("T1", "tools", "extra_workloads:t1_tool_call"),
     Entry("T2", "tools", "extra_workloads:t2_mcp_round_trip"),
-    Entry("W10", "vector", "vector_workloads:w10_vector", placeholders=(
+    Entry("W10", "vector", "vector_workloads:w10_vector_search", placeholders=(
         ("W10 vector top-10, 100,000 x 384, no filter (vs matrix @ q + argpartition)",
          "p50 <= 1.5x"),
         ("W10 vector top-10 with a 2% filter (vs the same rows read from SQLite)",
          "p50 <= 2x"),
     )),
-    Entry("W11", "vector", "vector_workloads:w11_hybrid", placeholders=(
+    Entry("W11", "vector", "vector_workloads:w11_hybrid_search", placeholders=(
         ("W11 hybrid top-10 (vs any + vector + 1 ms)", "p50 <= 1x"),
         ("W11 index_many with an embedder: write-lock hold time (vs without)", "<= 1x"),
     )),
