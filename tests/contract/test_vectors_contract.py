@@ -337,9 +337,7 @@ def test_the_in_memory_matrix_follows_every_change(
     monkeypatch.setattr(sqlite_vectors, "MATRIX_MIN_ROWS", 1)  # keep it from the first row
     embedder = CountingEmbedder()
     path = tmp_path / "m.db"
-    with sqlmem.open(path, embedder=embedder) as db, sqlmem.open(
-        path, embedder=embedder
-    ) as other:
+    with sqlmem.open(path, embedder=embedder) as db, sqlmem.open(path, embedder=embedder) as other:
         db.facts.index(Fact(id="a", content="red apples"))
         db.facts.index(Fact(id="b", content="blue sea"))
         assert db.facts.search("red apples", mode="vector", top_k=1)[0].id == "a"
