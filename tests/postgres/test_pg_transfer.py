@@ -277,37 +277,48 @@ def test_documents_merge_as_the_sqlite_import_does(
 ) -> None:
     """Files of one agent at different times and of a sibling, imported in an awkward
     order: PostgreSQL ends as the SQLite import does (newer revisions win, a replaced
-    content is kept as a revision, an older file rolls nothing back)."""
-    agent = open_db(tmp_path / "agent.db", doc_revisions=2)
+    content is kept as the revision it was, revisions are pruned to `doc_revisions`, an
+    older file rolls nothing back)."""
+    agent = open_db(tmp_path / "agent.db", doc_revisions=3)
     agent.docs.write("a.md", "alpha one")
     early = _export_docs(agent)
-    sibling = open_db(tmp_path / "sibling.db", doc_revisions=2)
+    sibling = open_db(tmp_path / "sibling.db", doc_revisions=3)
     sqlite_import.import_records(sibling, early)
-    sibling.docs.write("a.md", "alpha written by the sibling")
+    sibling.docs.write("a.md", "alpha written by the sibling\n\nin two blocks")
     sibling.docs.write("s.md", "only the sibling has this")
-    for i in range(2, 6):
+    for i in range(1, 4):
+        sibling.docs.write("c.md", f"charlie sibling {i}")
+    for i in range(2, 5):
         agent.docs.write("a.md", f"alpha {i}")
+    for i in range(1, 7):
+        agent.docs.write("c.md", f"charlie agent {i}")
     agent.docs.write("b.md", "bravo")
     late = _export_docs(agent)
-    files = [late, _export_docs(sibling), early, late]
+    files = [_export_docs(sibling), late, early, late]
 
-    sqlite_target = open_db(tmp_path / "target.db", doc_revisions=2)
+    sqlite_target = open_db(tmp_path / "target.db", doc_revisions=3)
     sqlite_target.docs.write("b.md", "a local bravo, written later")
-    pg = open_pg(doc_revisions=2)
+    pg = open_pg(doc_revisions=3)
     pg.docs.write("b.md", "a local bravo, written later")
     for records in files:
         want = sqlite_import.import_records(sqlite_target, iter(records))
         got = transfer.import_records(pg, iter(records))
         assert got == want
-    queries = ("alpha", "bravo OR sibling")
+        assert pg.check().ok
+    queries = ("alpha", "bravo OR sibling", "charlie", "blocks")
     state, mine = _doc_state(sqlite_target, queries), _doc_state(pg, queries)
     for each in (state, mine):  # b.md was written locally, at different times on each side
         each["b.md"] = each["b.md"][1:]
         each["list"] = [(i.path, i.revision, i.size) for i in each["list"]]
     assert mine == state
-    assert pg.docs.read("a.md").content == "alpha 5"  # type: ignore[union-attr]
-    assert pg.docs.read("b.md").content == "a local bravo, written later"  # type: ignore[union-attr]
-    assert pg.check().ok
+    d = pg.docs
+    assert d.read("a.md").content == "alpha 4"  # type: ignore[union-attr]
+    assert [r.revision for r in d.revisions("a.md")] == [3, 2, 1]
+    assert d.read_revision("a.md", 2).startswith("alpha written by the sibling")  # kept
+    assert [r.revision for r in d.revisions("c.md")] == [5, 4, 3]  # 1 and 2 pruned
+    assert d.read_revision("c.md", 3) == "charlie sibling 3"
+    assert d.read("b.md").content == "a local bravo, written later"  # type: ignore[union-attr]
+    assert [h.path for h in d.search("blocks")] == []
 
 
 def test_a_revision_without_its_document_is_skipped(open_pg: Callable[..., Any]) -> None:
@@ -327,6 +338,18 @@ def test_a_revision_without_its_document_is_skipped(open_pg: Callable[..., Any])
     assert (counts.documents, counts.revisions, counts.revisions_skipped) == (1, 1, 2)
     assert [r.revision for r in pg.docs.revisions("MEMORY.md")] == [1]
     assert pg.docs.read_revision("MEMORY.md", 1) == "old"
+    assert pg.check().ok
+    later = "2025-01-31T09:00:00.001+00:00"  # the same revision, written later elsewhere
+    counts = transfer.import_records(pg, [
+        {"format": "sqlmem-export", "format_version": 2},
+        {"type": "document", "path": "MEMORY.md", "content": "y", "enabled": False,
+         "sort_order": 5, "revision": 3, "created_at": stamp, "updated_at": later},
+    ])  # fmt: skip
+    assert (counts.documents, counts.revisions) == (1, 0)
+    found = pg.docs.read("MEMORY.md")
+    assert found is not None and (found.content, found.enabled, found.revision) == ("y", False, 3)
+    assert [r.revision for r in pg.docs.revisions("MEMORY.md")] == [1]  # no revision 3 kept
+    assert [h.text for h in pg.docs.search("y x")] == ["y"]
     assert pg.check().ok
 
 
