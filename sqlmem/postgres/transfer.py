@@ -17,8 +17,8 @@ The BM25 statistics (`corpus_stats`) of messages, facts and document blocks are 
 in the same transactions.
 
 PostgreSQL has no tables for the frameworks' rows of format version 2 (the kv rows of the
-LangChain/LangGraph stores, LangGraph checkpoints and their pending writes: SQLite only,
-SPEC 19): their records are validated like every record, then counted as skipped
+LangChain/LangGraph stores, LangGraph checkpoints and their pending writes: only the SQLite
+file holds them today): their records are validated like every record, then counted as skipped
 (`ImportCounts.kv_skipped`, `checkpoints_skipped`, `checkpoint_writes_skipped`), never
 stored; a PostgreSQL export holds none.
 """
