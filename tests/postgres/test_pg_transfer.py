@@ -407,3 +407,40 @@ def test_kv_and_checkpoint_records_are_counted_as_skipped(
     assert [f.id for f in pg.facts.search("blobs")] == ["f"]
     assert {r["type"] for r in _body(transfer.export_records(pg))} == {"message", "fact"}
     assert pg.check().ok
+
+
+def test_concurrent_imports_of_one_file_store_each_document_once(
+    open_pg: Callable[..., Any], open_db: Callable[..., sqlmem.MemoryDB]
+) -> None:
+    """Two servers importing the same file into one agent at once: the document corpus
+    row orders them, so one stores each document and the other finds it stored (no
+    duplicate-key error, statistics exact)."""
+    import threading
+
+    source = open_db()
+    for i in range(40):
+        source.docs.write(f"n{i}.md", f"note {i}\n\nabout tea")
+        source.docs.write(f"n{i}.md", f"note {i}\n\nabout coffee")
+    records = list(sqlite_export.export_records(source))
+    pg = open_pg()
+    start = threading.Barrier(2)
+    results: list[Any] = []
+
+    def run() -> None:
+        start.wait()
+        try:
+            results.append(transfer.import_records(pg, iter(records)))
+        except Exception as exc:  # reported by the assertion below
+            results.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(not isinstance(r, Exception) for r in results), results
+    assert sum(r.documents for r in results) == 40
+    assert sum(r.revisions for r in results) == 40
+    assert sum(r.documents_skipped + r.revisions_skipped for r in results) == 80
+    assert pg.check().ok
+    assert len(pg.docs.search("coffee", top_k=100)) == 40
