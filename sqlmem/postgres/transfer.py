@@ -7,15 +7,20 @@
     sqlite_import.import_records(sqlite_db, export_records(pg_db))   # and back
 
 The export is the same records in the same order as the SQLite file's (messages by session
-then seq, summaries, live facts oldest first, their vectors); import is the same merge
-keyed by identity as `sqlmem.sqlite.importer` (idempotent: importing twice adds nothing;
-counters and archive boundaries only move forward; of two records of one fact the later
-`updated_at` wins), batch by batch, each batch one transaction, every record validated by
-the shared rules before its batch is written. The BM25 statistics (`corpus_stats`) are
-kept exact in the same transactions.
+then seq, summaries, live facts oldest first, their vectors, then the workspace documents
+and their kept revisions: `docs_transfer`, which orders them by path); import is the same
+merge keyed by identity as `sqlmem.sqlite.importer` (idempotent: importing twice adds
+nothing; counters and archive boundaries only move forward; of two records of one fact the
+later `updated_at` wins; of a document, the higher revision), batch by batch, each batch
+one transaction, every record validated by the shared rules before its batch is written.
+The BM25 statistics (`corpus_stats`) of messages, facts and document blocks are kept exact
+in the same transactions.
 
-Workspace documents are not on PostgreSQL in this module: document and revision records are
-counted as skipped (`ImportCounts.documents_skipped`, `revisions_skipped`), never stored.
+PostgreSQL has no tables for the frameworks' rows of format version 2 (the kv rows of the
+LangChain/LangGraph stores, LangGraph checkpoints and their pending writes: only the SQLite
+file holds them today): their records are validated like every record, then counted as skipped
+(`ImportCounts.kv_skipped`, `checkpoints_skipped`, `checkpoint_writes_skipped`), never
+stored; a PostgreSQL export holds none.
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import Fact
 from ..rules.encoding import now_ms
+from ..rules.export_blobs import CheckpointRecordRow, KVRecordRow
 from ..rules.export_format import (
     EXPORT_FORMAT,
     FORMAT_VERSION,
+    BlobRow,
     DocumentRow,
     ExportStream,
     ImportCounts,
@@ -53,6 +60,8 @@ from . import facts_sql, vectors_sql
 from . import transfer_sql as sql
 from .codec import decode, encode
 from .corpus_sql import LOCK_CORPUS, MESSAGES, UPDATE_STATS
+from .docs_sql import DOCUMENTS
+from .docs_transfer import export_documents, import_document, import_revision
 from .engine import Conn
 from .fact_params import decoded
 
@@ -71,8 +80,8 @@ _COMPARED = ("content", "source", "category", "tags", "metadata", "layer", "kind
 
 
 def export_records(db: PostgresDB, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
-    """The header, then every message, session summary, live fact and fact vector of the
-    agent, as dicts; pages of 1,000 rows by key, each page its own short read.
+    """The header, then every message, session summary, live fact, fact vector, document
+    and kept revision of the agent, as dicts; pages by key, each its own short read.
     `progress(n)` is called every 10,000 records."""
     with db._engine.read() as conn:
         row = conn.execute("SELECT max(version) FROM sqlmem_schema_version").fetchone()
@@ -82,7 +91,7 @@ def export_records(db: PostgresDB, progress: Progress | None = None) -> Iterator
         "schema_version": int(row[0]) if row and row[0] is not None else 0,
         "exported_at": iso_ms(datetime.now(timezone.utc)),
     }
-    parts = (_messages(db), _summaries(db), _facts(db), _vectors(db))
+    parts = (_messages(db), _summaries(db), _facts(db), _vectors(db), export_documents(db))
     count = 0
     for part in parts:
         for record in part:
@@ -227,8 +236,9 @@ def import_stream(
 
 def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated: set[str]) -> None:
     """One transaction: sessions and messages (the agent's message statistics locked first,
-    as every history writer does), then the facts that win (`newer_record`, then
-    `_beats_stored`), written by the fact store's own upsert, then vectors."""
+    as every history writer does), documents and revisions (the document corpus row
+    locked next), then the facts that win (`newer_record`, then `_beats_stored`), written
+    by the fact store's own upsert, then vectors. kv and checkpoint records: skipped."""
     now, agent = now_ms(), db.agent_id
     winners: dict[str, Fact] = {}
     vectors: list[VectorRow] = []
@@ -237,6 +247,8 @@ def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated:
     with db._engine.write() as conn:
         if any(isinstance(r, (MessageRow, SummaryRow)) for r in rows):
             conn.execute(LOCK_CORPUS, (agent, MESSAGES))
+        if any(isinstance(r, (DocumentRow, RevisionRow)) for r in rows):
+            conn.execute(LOCK_CORPUS, (agent, DOCUMENTS))
         for row in rows:
             if isinstance(row, MessageRow):
                 added = _write_message(db, conn, row, now, counts)
@@ -246,11 +258,13 @@ def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated:
                 _write_summary(conn, agent, row, now, counts)
                 sessions.add(encode(row.session_id))
             elif isinstance(row, DocumentRow):
-                counts.documents_skipped += 1
+                import_document(db, conn, row, counts)
             elif isinstance(row, RevisionRow):
-                counts.revisions_skipped += 1
+                import_revision(db, conn, row, counts)
             elif isinstance(row, VectorRow):
                 vectors.append(row)
+            elif isinstance(row, BlobRow):
+                _skip_blob(row, counts)
             else:
                 seen += 1
                 best = winners.get(row.id)
@@ -270,6 +284,16 @@ def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated:
         counts.facts_skipped += seen - len(facts)
         for vector in vectors:
             _write_vector(conn, agent, vector, counts)
+
+
+def _skip_blob(row: BlobRow, counts: ImportCounts) -> None:
+    """A kv, checkpoint or pending-write record: no PostgreSQL table holds them."""
+    if isinstance(row, KVRecordRow):
+        counts.kv_skipped += 1
+    elif isinstance(row, CheckpointRecordRow):
+        counts.checkpoints_skipped += 1
+    else:
+        counts.checkpoint_writes_skipped += 1
 
 
 def _write_message(

@@ -6,15 +6,23 @@ from __future__ import annotations
 from .facts_sql import FACT_COLUMNS, LIVE
 
 __all__ = [
+    "ADD_REVISION",
+    "EXPORT_DOCUMENTS_PAGE",
     "EXPORT_FACTS_PAGE",
     "EXPORT_MESSAGES_PAGE",
+    "EXPORT_REVISIONS_PAGE",
     "EXPORT_SESSIONS_PAGE",
     "EXPORT_VECTORS_PAGE",
+    "IMPORT_DOCUMENT",
     "IMPORT_MESSAGE",
     "IMPORT_SESSION",
     "IMPORT_VECTOR_TARGET",
+    "KEEP_CURRENT",
     "RECOUNT_HOLES",
+    "REPLACE_DOCUMENT",
     "SELECT_SUMMARY",
+    "STORED_DOCUMENT",
+    "STORED_REVISION",
 ]
 
 # Pages by key: (session_id, seq) for messages, session_id for sessions, pk for facts.
@@ -85,4 +93,47 @@ IMPORT_VECTOR_TARGET = f"""
 SELECT f.content, v.model, v.vector FROM facts AS f
 LEFT JOIN fact_vectors AS v ON v.agent_id = f.agent_id AND v.fact_pk = f.pk
 WHERE f.agent_id = %(agent)s AND f.id = %(id)s AND {LIVE}
+"""
+
+# -- documents (sqlmem.postgres.docs_transfer) -------------------------------------------------
+
+_DOC = "agent_id = %(agent)s AND path = %(path)s"
+
+# Pages by key: path for documents, (path, revision) for kept revisions. Paths are never
+# empty, so the first page starts after "".
+EXPORT_DOCUMENTS_PAGE = """
+SELECT path, content, enabled, sort_order, revision, created_at, updated_at FROM documents
+WHERE agent_id = %s AND path > %s ORDER BY path LIMIT %s
+"""
+EXPORT_REVISIONS_PAGE = """
+SELECT path, revision, content, updated_at FROM document_revisions
+WHERE agent_id = %s AND (path, revision) > (%s, %s) ORDER BY path, revision LIMIT %s
+"""
+#: What the merge decides on, the row locked (a concurrent set_enabled waits for it).
+STORED_DOCUMENT = f"SELECT revision, updated_at, content FROM documents WHERE {_DOC} FOR UPDATE"
+STORED_REVISION = f"SELECT revision FROM documents WHERE {_DOC}"
+#: A document the agent does not have, with the file's revision and timestamps.
+IMPORT_DOCUMENT = """
+INSERT INTO documents (agent_id, path, enabled, sort_order, revision, size, created_at,
+                       updated_at, content)
+VALUES (%(agent)s, %(path)s, %(enabled)s, %(order)s, %(revision)s, %(size)s, %(created)s,
+        %(updated)s, %(content)s)
+"""
+REPLACE_DOCUMENT = f"""
+UPDATE documents SET enabled = %(enabled)s, sort_order = %(order)s, revision = %(revision)s,
+    size = %(size)s, created_at = %(created)s, updated_at = %(updated)s, content = %(content)s
+WHERE {_DOC}
+"""
+#: The stored content becomes a kept revision before a newer one replaces it (copied in
+#: the server); already kept under its number: left as it is.
+KEEP_CURRENT = f"""
+INSERT INTO document_revisions (agent_id, path, revision, size, updated_at, content)
+SELECT agent_id, path, revision, size, updated_at, content FROM documents WHERE {_DOC}
+ON CONFLICT (agent_id, path, revision) DO NOTHING
+"""
+#: A kept revision of a stored document; one already kept under its number stays.
+ADD_REVISION = """
+INSERT INTO document_revisions (agent_id, path, revision, size, updated_at, content)
+VALUES (%(agent)s, %(path)s, %(revision)s, %(size)s, %(updated)s, %(content)s)
+ON CONFLICT (agent_id, path, revision) DO NOTHING
 """
