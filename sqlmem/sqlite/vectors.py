@@ -49,8 +49,9 @@ class _Matrix:
     matrix: Vector
 
 
-#: (fact id, content hash, unit vector) of one fact about to be written.
-Prepared = list[tuple[str, str, Vector]]
+#: The vector rows of facts about to be written, as `vectors_sql.UPSERT_BY_ID` binds them:
+#: everything but the write itself is done before the transaction (`prepare`).
+Prepared = list[dict[str, Any]]
 
 Progress = Callable[[int, int], object]
 
@@ -73,8 +74,15 @@ class FactVectors:
         texts = [r.content for r in rows]
         keys = [self.embedding.key(t) for t in texts]
         vectors = self.embedding.vectors(texts, self._stored(keys))
+        model = self.embedding.model
         return [
-            (r.id, key, vector)
+            {
+                "id": r.id,
+                "model": model,
+                "dim": int(vector.shape[0]),
+                "hash": key,
+                "vector": to_blob(vector),
+            }
             for r, key, vector in zip(rows, keys, vectors, strict=True)
             if vector is not None
         ]
@@ -89,19 +97,9 @@ class FactVectors:
         return found
 
     def write(self, conn: apsw.Connection, prepared: Prepared) -> None:
-        """Inside the fact's write transaction, after its upsert."""
-        model = self.embedding.model
-        for fact_id, key, vector in prepared:
-            conn.execute(
-                sql.UPSERT_BY_ID,
-                {
-                    "id": fact_id,
-                    "model": model,
-                    "dim": int(vector.shape[0]),
-                    "hash": key,
-                    "vector": to_blob(vector),
-                },
-            )
+        """Inside the fact's write transaction, after its upsert: one prepared statement
+        stepped per row, nothing else done under the lock (W11's lock-hold row)."""
+        conn.executemany(sql.UPSERT_BY_ID, prepared)
 
     def embed_pending(self, batch_size: int, progress: Progress | None) -> int:
         """Fill the vectors that are missing (or of another model), a batch at a time:
