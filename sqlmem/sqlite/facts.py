@@ -344,21 +344,42 @@ class SQLiteFactStore:
                 tags, category, source, since, until, metadata, layer, kind, min_confidence
             )
             return self._semantic(query, top_k, mode, by_name)
-        compiler = self._query_compiler()
         text = check_query(query, mode)
-        terms: tuple[Term, ...] = ()
-        words: Mode = "all" if mode == "all" else "any"
-        if mode == "raw":
-            match = raw_match(text)
-        else:
-            terms = compiler.terms(text)
-            # A long query is cut to its rarest terms below, in the read snapshot.
-            match = compiler.match(text, words) if len(terms) <= MAX_QUERY_TERMS else None
+        match, terms = self._compile(text, mode)
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
         item_filters = make_item_filters(layer, kind, min_confidence)
         if (match is None and not terms) or limit <= 0:
             return []
+        with self._engine.read() as conn:
+            rows = self._ranked_rows(conn, mode, match, terms, limit, filters, item_filters)
+        # bm25() is lower-is-better; users get higher-is-better (facts_from_rows negates).
+        return facts_from_rows(rows, ranked=True)
+
+    def _compile(self, text: str, mode: SearchMode) -> tuple[str | None, tuple[Term, ...]]:
+        """A checked query's MATCH text and terms (a long query's MATCH is None: it is cut
+        to its rarest terms in the read snapshot, `_ranked_rows`)."""
+        if mode == "raw":
+            return raw_match(text), ()
+        compiler = self._query_compiler()
+        terms = compiler.terms(text)
+        words: Mode = "all" if mode == "all" else "any"
+        return (compiler.match(text, words) if len(terms) <= MAX_QUERY_TERMS else None), terms
+
+    def _ranked_rows(
+        self,
+        conn: apsw.Connection,
+        mode: SearchMode,
+        match: str | None,
+        terms: tuple[Term, ...],
+        limit: int,
+        filters: Filters,
+        item_filters: ItemFilters,
+    ) -> list[Any]:
+        """The BM25 search in the caller's read snapshot: stored-fact rows with their
+        bm25() last, best first (a hybrid search runs its lexical leg here, in the
+        snapshot of its vector leg)."""
+        words: Mode = "all" if mode == "all" else "any"
         unfiltered = filters.empty and item_filters.empty
         now = now_ms()
         if unfiltered:  # the common case: constant text, no filter params
@@ -367,49 +388,64 @@ class SQLiteFactStore:
             statement = sql.search_sql(filters.key, item_filters.key)
             params = filters.params() | item_filters.params()
             params["query"], params["limit"], params["now"] = match, limit, now
-        with self._engine.read() as conn:
-            # Expired facts stay in the index until expire(): while there are any, an
-            # unfiltered search skips them in the filtered shape (one index probe when
-            # there are none, the usual case).
-            if unfiltered and conn.execute(sql.ANY_EXPIRED).fetchall():
-                unfiltered = False
-                statement, params["now"] = sql.search_live_sql(NO_FILTERS.key), now
-            if match is None:
-                terms = capped_terms(conn, sql.ANY, terms, words)
-                match = params["query"] = phrases(terms, " OR " if words == "any" else " AND ")
-                if match is None:  # no kept word is in any row
-                    return []
-            if mode == "any" and unfiltered:
-                found = self._any.rows(conn, terms, limit)
-                if found is not None:
-                    return facts_from_rows(found, ranked=True)
-            try:
-                rows: list[Any] = conn.execute(statement, params).fetchall()
-            except apsw.SQLError as exc:
-                if mode != "raw":
-                    raise  # a bug, not the user's query: mapped by the engine
-                shown = match if len(match) <= 80 else match[:77] + "..."
-                raise InvalidQueryError(f"invalid FTS5 query {shown!r}: {exc}") from exc
-        # bm25() is lower-is-better; users get higher-is-better (facts_from_rows negates).
-        return facts_from_rows(rows, ranked=True)
+        # Expired facts stay in the index until expire(): while there are any, an
+        # unfiltered search skips them in the filtered shape (one index probe when
+        # there are none, the usual case).
+        if unfiltered and conn.execute(sql.ANY_EXPIRED).fetchall():
+            unfiltered = False
+            statement, params["now"] = sql.search_live_sql(NO_FILTERS.key), now
+        if match is None:
+            terms = capped_terms(conn, sql.ANY, terms, words)
+            match = params["query"] = phrases(terms, " OR " if words == "any" else " AND ")
+            if match is None:  # no kept word is in any row
+                return []
+        if mode == "any" and unfiltered:
+            found = self._any.rows(conn, terms, limit)
+            if found is not None:
+                return found
+        try:
+            rows: list[Any] = conn.execute(statement, params).fetchall()
+        except apsw.SQLError as exc:
+            if mode != "raw":
+                raise  # a bug, not the user's query: mapped by the engine
+            shown = match if len(match) <= 80 else match[:77] + "..."
+            raise InvalidQueryError(f"invalid FTS5 query {shown!r}: {exc}") from exc
+        return rows
 
     def _semantic(
         self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
     ) -> list[Fact]:
-        """Modes "vector" and "hybrid" (SPEC 17), filters before ranking in both legs."""
-        from ..rules.hybrid import check_semantic, semantic_search  # numpy: only with vectors
+        """Modes "vector" and "hybrid" (SPEC 17), filters before ranking in both legs.
+        Hybrid reads both legs in one snapshot, as ids (and their rows as the BM25 leg
+        returns them), and builds facts for the fused top_k only (`vectors_hybrid`)."""
+        from ..rules.hybrid import check_semantic  # numpy: only with vectors
+        from ..search.vectors import hybrid_leg_size
+        from .vectors_hybrid import fused_rows
 
         text, limit, filters, item_filters = check_semantic(query, top_k, mode, filter_args)
         vectors = self._require_vectors(f"mode={mode!r}")
         if limit <= 0 or not text.strip():
             return []
-        return semantic_search(
-            mode,
-            limit,
-            vectors.embedding.query(text),  # before any read: no lock held
-            lambda vector, wanted: vectors.search(vector, wanted, filters, item_filters),
-            lambda wanted: self.search(text, wanted, mode="any", **filter_args),
-        )
+        query_vector = vectors.embedding.query(text)  # before any read: no lock held
+        if mode == "vector":
+            if query_vector is None:
+                return []
+            return vectors.search(query_vector, limit, filters, item_filters)
+        wanted = hybrid_leg_size(limit)
+        match, terms = self._compile(text, "any")
+        with self._engine.read() as conn:
+            lexical: list[Any] = []
+            if match is not None or terms:
+                lexical = self._ranked_rows(
+                    conn, "any", match, terms, wanted, filters, item_filters
+                )
+            semantic: list[Any] = []
+            if query_vector is not None:
+                semantic = vectors.ranked(
+                    conn, query_vector, wanted, filters, item_filters, full=False
+                )
+            rows = fused_rows(conn, lexical, semantic, limit)
+        return facts_from_rows(rows, ranked=True)
 
     def layered_search(
         self, query: str, wants: Mapping[str, int], *, min_confidence: float = 0.0

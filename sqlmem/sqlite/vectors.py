@@ -49,8 +49,9 @@ class _Matrix:
     matrix: Vector
 
 
-#: (fact id, content hash, unit vector) of one fact about to be written.
-Prepared = list[tuple[str, str, Vector]]
+#: The vector rows of facts about to be written, as `vectors_sql.UPSERT_BY_ID` binds them:
+#: everything but the write itself is done before the transaction (`prepare`).
+Prepared = list[dict[str, Any]]
 
 Progress = Callable[[int, int], object]
 
@@ -73,8 +74,15 @@ class FactVectors:
         texts = [r.content for r in rows]
         keys = [self.embedding.key(t) for t in texts]
         vectors = self.embedding.vectors(texts, self._stored(keys))
+        model = self.embedding.model
         return [
-            (r.id, key, vector)
+            {
+                "id": r.id,
+                "model": model,
+                "dim": int(vector.shape[0]),
+                "hash": key,
+                "vector": to_blob(vector),
+            }
             for r, key, vector in zip(rows, keys, vectors, strict=True)
             if vector is not None
         ]
@@ -89,19 +97,9 @@ class FactVectors:
         return found
 
     def write(self, conn: apsw.Connection, prepared: Prepared) -> None:
-        """Inside the fact's write transaction, after its upsert."""
-        model = self.embedding.model
-        for fact_id, key, vector in prepared:
-            conn.execute(
-                sql.UPSERT_BY_ID,
-                {
-                    "id": fact_id,
-                    "model": model,
-                    "dim": int(vector.shape[0]),
-                    "hash": key,
-                    "vector": to_blob(vector),
-                },
-            )
+        """Inside the fact's write transaction, after its upsert: one prepared statement
+        stepped per row, nothing else done under the lock (W11's lock-hold row)."""
+        conn.executemany(sql.UPSERT_BY_ID, prepared)
 
     def embed_pending(self, batch_size: int, progress: Progress | None) -> int:
         """Fill the vectors that are missing (or of another model), a batch at a time:
@@ -147,52 +145,70 @@ class FactVectors:
     ) -> list[Fact]:
         """The `limit` live facts passing the filters most similar to `query`, best
         first, `score` = the cosine."""
+        with self._engine.read() as conn:
+            ranked = self.ranked(conn, query, limit, filters, item_filters, full=True)
+        return facts_from_rows([row[1:] for row in ranked], ranked=True)
+
+    def ranked(
+        self,
+        conn: apsw.Connection,
+        query: Vector,
+        limit: int,
+        filters: Filters,
+        item_filters: ItemFilters,
+        *,
+        full: bool,
+    ) -> list[tuple[Any, ...]]:
+        """The vector ranking in the caller's read snapshot: `(pk, *columns, -cosine)`
+        of the best `limit` live facts passing the filters, best first. Columns: a stored
+        fact's (`facts_sql.COLUMNS`) when `full`, else its id alone (a hybrid leg, fused
+        on ids: only the fused top_k's rows are read whole)."""
         if filters.empty and item_filters.empty:
-            return self._search_all(query, limit)
+            return self._ranked_all(conn, query, limit, full)
         params: dict[str, Any] = filters.params() | item_filters.params()
         params["model"], params["dim"], params["now"] = (
             self.embedding.model,
             int(query.shape[0]),
             now_ms(),
         )
-        with self._engine.read() as conn:
-            candidates: list[Any] = conn.execute(
-                sql.candidates_sql(filters.key, item_filters.key), params
-            ).fetchall()
-            if not candidates:
-                return []
-            candidates.sort()  # by pk: equal cosines rank by pk, as everywhere
-            matrix = from_blobs([blob for _, blob in candidates], int(query.shape[0]))
-            best = rank_by_cosine(matrix, query, limit)
-            pks = [candidates[i][0] for i, _ in best]
-            rows: list[Any] = conn.execute(sql.ROWS_BY_PK, {"pks": dumps_json(pks)}).fetchall()
-        by_pk = {row[0]: row[1:] for row in rows}
-        ranked = [(*by_pk[pk], -cosine) for pk, (_, cosine) in zip(pks, best, strict=True)]
-        return facts_from_rows(ranked, ranked=True)
+        candidates: list[Any] = conn.execute(
+            sql.candidates_sql(filters.key, item_filters.key), params
+        ).fetchall()
+        if not candidates:
+            return []
+        candidates.sort()  # by pk: equal cosines rank by pk, as everywhere
+        matrix = from_blobs([blob for _, blob in candidates], int(query.shape[0]))
+        best = rank_by_cosine(matrix, query, limit)
+        pks = [candidates[i][0] for i, _ in best]
+        statement = sql.ROWS_BY_PK if full else sql.IDS_BY_PK
+        rows: list[Any] = conn.execute(statement, {"pks": dumps_json(pks)}).fetchall()
+        by_pk = {row[0]: row for row in rows}
+        return [(*by_pk[pk], -cosine) for pk, (_, cosine) in zip(pks, best, strict=True)]
 
-    def _search_all(self, query: Vector, limit: int) -> list[Fact]:
+    def _ranked_all(
+        self, conn: apsw.Connection, query: Vector, limit: int, full: bool
+    ) -> list[tuple[Any, ...]]:
         """Unfiltered: rank every vector (the in-memory matrix when the store is large),
         then read the best rows, skipping expired ones (read more when some were)."""
-        dim = int(query.shape[0])
-        with self._engine.read() as conn:
-            matrix = self._current(conn, dim)
-            total = len(matrix.pks)
-            take = min(total, 2 * limit + 16)
-            while take:
-                best = rank_by_cosine(matrix.matrix, query, take)
-                pks = [matrix.pks[i] for i, _ in best]
-                params = {"pks": dumps_json(pks), "now": now_ms()}
-                rows: list[Any] = conn.execute(sql.LIVE_ROWS_BY_PK, params).fetchall()
-                if len(rows) >= limit or take == total:
-                    break
-                take = min(total, 4 * take)  # expired facts were among the best: look further
-            else:
-                return []
-        by_pk = {row[0]: row[1:] for row in rows}
+        matrix = self._current(conn, int(query.shape[0]))
+        total = len(matrix.pks)
+        take = min(total, 2 * limit + 16)
+        statement = sql.LIVE_ROWS_BY_PK if full else sql.LIVE_IDS_BY_PK
+        while take:
+            best = rank_by_cosine(matrix.matrix, query, take)
+            pks = [matrix.pks[i] for i, _ in best]
+            params = {"pks": dumps_json(pks), "now": now_ms()}
+            rows: list[Any] = conn.execute(statement, params).fetchall()
+            if len(rows) >= limit or take == total:
+                break
+            take = min(total, 4 * take)  # expired facts were among the best: look further
+        else:
+            return []
+        by_pk = {row[0]: row for row in rows}
         ranked = [
             (*by_pk[pk], -cosine) for pk, (_, cosine) in zip(pks, best, strict=True) if pk in by_pk
         ]
-        return facts_from_rows(ranked[:limit], ranked=True)
+        return ranked[:limit]
 
     def _current(self, conn: apsw.Connection, dim: int) -> _Matrix:
         """The vectors as of this read snapshot: the kept matrix while it is current."""

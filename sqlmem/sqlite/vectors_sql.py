@@ -15,7 +15,9 @@ __all__ = [
     "ALL_VECTORS",
     "EXPORT_PAGE",
     "FILL_ONE",
+    "IDS_BY_PK",
     "IMPORT_TARGET",
+    "LIVE_IDS_BY_PK",
     "LIVE_ROWS_BY_PK",
     "PENDING_COUNT",
     "PENDING_PAGE",
@@ -72,6 +74,8 @@ ROWS_BY_PK = (
     f"SELECT f.pk, {_COLUMNS} FROM facts AS f WHERE f.pk IN (SELECT value FROM json_each(:pks))"
 )
 
+#: A hybrid leg's ranked facts: (pk, id) only, fused on ids before any full row is read.
+IDS_BY_PK = "SELECT f.pk, f.id FROM facts AS f WHERE f.pk IN (SELECT value FROM json_each(:pks))"
 
 #: The change counter of fact_vectors (migration 0006): the in-memory matrix is current
 #: while it has not moved.
@@ -85,6 +89,11 @@ ALL_VECTORS = (
 #: The full rows of ranked candidates that are still live.
 LIVE_ROWS_BY_PK = (
     f"SELECT f.pk, {_COLUMNS} FROM facts AS f"
+    f" WHERE f.pk IN (SELECT value FROM json_each(:pks)) AND {LIVE}"
+)
+
+LIVE_IDS_BY_PK = (
+    "SELECT f.pk, f.id FROM facts AS f"
     f" WHERE f.pk IN (SELECT value FROM json_each(:pks)) AND {LIVE}"
 )
 
