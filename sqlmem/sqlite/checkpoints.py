@@ -169,7 +169,8 @@ class SQLiteCheckpointStore:
                 row = conn.execute(_GET_LATEST, (thread_id, ns)).fetchone()
             else:
                 row = conn.execute(_GET_ONE, (thread_id, ns, checkpoint_id)).fetchone()
-            return None if row is None else _row(conn, row)
+            found = None if row is None else _row(conn, row)
+        return found
 
     def search(
         self,
