@@ -36,7 +36,7 @@ from ..sqlite.db import MemoryDB
 from ..sqlite.kv import KVRow, SQLiteKeyValueStore
 from ..sqlite.kv_search import SQLiteKVSearch
 from ._backend import Backend, DbOrPath
-from .langgraph_filter import at, compile_filter, matches
+from .langgraph_filter import at, compile_filter, matches, single_equality
 from .langgraph_index import Prepared, StoreIndex, fuse, rank_by_vectors
 
 __all__ = ["SqlmemStore", "decode_namespace", "encode_namespace"]
@@ -237,7 +237,11 @@ class SqlmemStore(BaseStore):
         elif terms:  # BM25: every item under the prefix makes the statistics
             found, rest = self._kv.scan(prefix), dict(op.filter or {})
         elif not rest:
-            found = self._search_sql.page(prefix, sql_filter, op.limit, op.offset)
+            simple = single_equality(op.filter)
+            if simple is not None:
+                found = self._search_sql.page_equal(prefix, *simple, op.limit, op.offset)
+            else:
+                found = self._search_sql.page(prefix, sql_filter, op.limit, op.offset)
             return self._page(op, found, None, [(i, None) for i in range(len(found))])
         else:
             found = self._search_sql.page(prefix, sql_filter, -1, 0)
