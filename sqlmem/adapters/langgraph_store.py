@@ -68,7 +68,14 @@ _encode_tuple = functools.lru_cache(maxsize=1024)(_encode)
 
 
 def decode_namespace(text: str) -> tuple[str, ...]:
-    return tuple(json.loads("[" + text[len(TAG) : -1] + "]"))
+    return _decode_namespace(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _decode_namespace(text: str) -> tuple[str, ...]:
+    """Cached: a search decodes its page's namespaces, mostly one and the same (~1 us
+    each); the tuples are immutable, so sharing them is safe."""
+    return tuple(_decode("[" + text[len(TAG) : -1] + "]"))
 
 
 class SqlmemStore(BaseStore):
