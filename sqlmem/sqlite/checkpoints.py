@@ -58,9 +58,13 @@ _GET_ONE = f"""
 SELECT {_COLUMNS} FROM lg_checkpoints
 WHERE thread_id = ?1 AND checkpoint_ns = ?2 AND checkpoint_id = ?3
 """
+# The values come in through scalar subqueries: bound straight into the index equality
+# of a statement walking the index for its ORDER BY, SQLite (3.54, apsw's) re-prepares
+# the statement whenever the bindings change (its plan peeks at them): 11.4 us per
+# get_tuple, against 6.5 us this way, with the same plan (the index, no sorter).
 _GET_LATEST = f"""
 SELECT {_COLUMNS} FROM lg_checkpoints
-WHERE thread_id = ?1 AND checkpoint_ns = ?2
+WHERE thread_id = (SELECT ?1) AND checkpoint_ns = (SELECT ?2)
 ORDER BY checkpoint_id DESC LIMIT 1
 """
 # One page of a search, newest first: NULL arguments leave their condition out; ?5..?7

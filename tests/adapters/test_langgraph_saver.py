@@ -182,6 +182,19 @@ def test_pending_writes_read_back_in_langgraph_order(db: sqlmem.MemoryDB) -> Non
     assert [t.pending_writes for t in saver.list(_config("t"))] == [expected]
 
 
+def test_latest_checkpoint_is_read_from_the_index(db: sqlmem.MemoryDB) -> None:
+    """The latest of a thread walks the primary key backwards (no sort of the thread's
+    checkpoints, however many), and is the newest id."""
+    saver = SqlmemSaver(db)
+    ids = [_put(saver, "t")["configurable"]["checkpoint_id"] for _ in range(5)]
+    latest = saver.get_tuple(_config("t"))
+    assert latest is not None and latest.config["configurable"]["checkpoint_id"] == max(ids)
+    with db.engine.read() as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN " + checkpoints._GET_LATEST, ("t", "")).fetchall()
+    details = " ".join(str(row[3]) for row in plan)
+    assert "USING INDEX" in details and "TEMP B-TREE" not in details
+
+
 def test_metadata_whole_and_filters_by_dotted_paths(db: sqlmem.MemoryDB) -> None:
     """As SqliteSaver and InMemorySaver: metadata reads back whole ("writes" included);
     a filter key absent at the top with dots walks nested dicts, as SqliteSaver's does;
