@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import InvalidArgumentError
 from ..rules.encoding import dumps_json
 
-__all__ = ["CompiledFilter", "at", "compile_filter", "matches"]
+__all__ = ["CompiledFilter", "at", "compile_filter", "matches", "single_equality"]
 
 #: (SQL conditions as bound JSON, the entries Python checks).
 CompiledFilter = tuple[str, dict[str, Any]]
@@ -67,6 +67,25 @@ def compile_filter(conditions: Any) -> CompiledFilter:
         paths = ['$."' + key + '"', "$" + "".join('."' + part + '"' for part in key.split("."))]
         sql.extend([*paths, op, arg] for op, arg in compiled)
     return dumps_json(sql), rest
+
+
+def single_equality(conditions: Any) -> tuple[str, str | int | float] | None:
+    """(JSON path, value) when a filter `compile_filter` accepted is one equality on a
+    top-level field with a string or exact number (`{"kind": 3}`, `{"kind": {"$eq":
+    "a"}}`): `SQLiteKVSearch.page_equal` runs it faster. None otherwise."""
+    if not isinstance(conditions, Mapping) or len(conditions) != 1:
+        return None
+    ((key, want),) = conditions.items()
+    if "." in key:  # a dotted path falls back to nested objects: the general statement
+        return None
+    if _is_operators(want):
+        if len(want) != 1 or "$eq" not in want:
+            return None
+        want = want["$eq"]
+    compiled = _equality("eq", want) if not isinstance(want, (dict, list, tuple)) else None
+    if compiled is None or compiled[0][0] == "eq_null":
+        return None
+    return '$."' + key + '"', compiled[0][1]
 
 
 def _compile_entry(want: Any) -> list[tuple[str, Any]] | None:

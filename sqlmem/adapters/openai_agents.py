@@ -87,9 +87,7 @@ class SqlmemSession:
             limit = None
         elif limit == 0:
             return []
-        engine = self._backend.db.engine
-        rows = await self._backend.run(read_items, engine, self.session_id, limit)
-        return [_item_from_row(row) for row in rows]
+        return await self._backend.run(_items, self._backend.db.engine, self.session_id, limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the items in order, in one transaction: all of them or none."""
@@ -161,12 +159,30 @@ def item_from_message(message: Message) -> Any:
     return _easy_item(message.role, message.content, message.tool_call_id)
 
 
+def _items(engine: Any, session_id: str, limit: int | None) -> list[Any]:
+    """The items of `read_items`' rows, decoded on the runner's thread (as the SDK's
+    SQLiteSession decodes on its worker), not on the event loop."""
+    return [_item_from_row(row) for row in read_items(engine, session_id, limit)]
+
+
+#: Metadata is compact JSON text we wrote, usually exactly `{"openai_agents_item":
+#: ITEM}`: the item is decoded in place (`raw_decode`), without `json.loads`' checks,
+#: whitespace scans and the wrapping dict: half the cost of a get_items.
+_PREFIX = "{" + json.dumps(ITEM_KEY) + ":"
+_decoder = json.JSONDecoder()
+_raw_decode = _decoder.raw_decode
+
+
 def _item_from_row(row: Sequence[Any]) -> Any:
     """`item_from_message` for a `read_items` row (role, content, tool_call_id, metadata
     JSON text), without building the Message."""
     role, content, tool_call_id, metadata = row
+    if metadata.startswith(_PREFIX):
+        item, end = _raw_decode(metadata, len(_PREFIX))
+        if end == len(metadata) - 1 and type(item) is dict:  # the only key: it is the item
+            return item
     if metadata != "{}":
-        item = json.loads(metadata).get(ITEM_KEY)
+        item = _decoder.decode(metadata).get(ITEM_KEY)
         if isinstance(item, dict):
             return item
     return _easy_item(role, content, tool_call_id)

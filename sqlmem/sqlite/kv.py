@@ -65,6 +65,11 @@ SELECT namespace, key, value, created_at, updated_at FROM kv
 WHERE namespace = ?1 AND key IN (SELECT value FROM json_each(?2))
   AND (expires_at IS NULL OR expires_at > ?3)
 """
+# One key: no json_each (a virtual table per call costs more than the lookup itself).
+_ROW = """
+SELECT namespace, key, value, created_at, updated_at FROM kv
+WHERE namespace = ?1 AND key = ?2 AND (expires_at IS NULL OR expires_at > ?3)
+"""
 # A range of namespaces (a tagged prefix): one range of the primary key.
 _SCAN = """
 SELECT namespace, key, value, created_at, updated_at FROM kv
@@ -124,6 +129,14 @@ class SQLiteKeyValueStore:
             return []
         with self._engine.read() as conn:
             return conn.execute(_ROWS, (namespace, dumps_json(wanted), now_ms())).fetchall()  # type: ignore[return-value]
+
+    def row(self, namespace: str, key: str) -> KVRow | None:
+        """The live row of one key (None: missing or expired); `rows` for one key, the
+        hot path of a framework store's get."""
+        _check_namespace(namespace)
+        _check_key(key, "key")
+        with self._engine.read() as conn:
+            return conn.execute(_ROW, (namespace, key, now_ms())).fetchone()
 
     def scan(self, prefix: str) -> list[KVRow]:
         """Every live row whose namespace starts with `prefix`, newest write first."""

@@ -158,6 +158,43 @@ def test_values_and_writes_round_trip_through_a_reopened_file(tmp_path: Path) ->
         assert [t.metadata["score"] for t in saver.list(None, filter={"score": 1})] == [1]
 
 
+def test_pending_writes_read_back_in_langgraph_order(db: sqlmem.MemoryDB) -> None:
+    """Pending writes come back sorted by LangGraph's writes_sort_key (task path, task
+    id, index), whatever order the tasks wrote them in, through get_tuple (by id and
+    latest) and list."""
+    saver = SqlmemSaver(db)
+    config = _put(saver, "t")
+    saver.put_writes(config, [("c", "b1"), ("c", "b2")], "task-b", "~p2")
+    saver.put_writes(config, [("c", "a1")], "task-a", "~p2")
+    saver.put_writes(config, [("c", "z1"), ("c", "z2")], "task-z", "~p1")
+    saver.put_writes(config, [("c", "é")], "task-é", "")
+    expected = [
+        ("task-é", "c", "é"),
+        ("task-z", "c", "z1"),
+        ("task-z", "c", "z2"),
+        ("task-a", "c", "a1"),
+        ("task-b", "c", "b1"),
+        ("task-b", "c", "b2"),
+    ]
+    by_id, latest = saver.get_tuple(config), saver.get_tuple(_config("t"))
+    assert by_id is not None and by_id.pending_writes == expected
+    assert latest is not None and latest.pending_writes == expected
+    assert [t.pending_writes for t in saver.list(_config("t"))] == [expected]
+
+
+def test_latest_checkpoint_is_read_from_the_index(db: sqlmem.MemoryDB) -> None:
+    """The latest of a thread walks the primary key backwards (no sort of the thread's
+    checkpoints, however many), and is the newest id."""
+    saver = SqlmemSaver(db)
+    ids = [_put(saver, "t")["configurable"]["checkpoint_id"] for _ in range(5)]
+    latest = saver.get_tuple(_config("t"))
+    assert latest is not None and latest.config["configurable"]["checkpoint_id"] == max(ids)
+    with db.engine.read() as conn:
+        plan = conn.execute("EXPLAIN QUERY PLAN " + checkpoints._GET_LATEST, ("t", "")).fetchall()
+    details = " ".join(str(row[3]) for row in plan)
+    assert "USING INDEX" in details and "TEMP B-TREE" not in details
+
+
 def test_metadata_whole_and_filters_by_dotted_paths(db: sqlmem.MemoryDB) -> None:
     """As SqliteSaver and InMemorySaver: metadata reads back whole ("writes" included);
     a filter key absent at the top with dots walks nested dicts, as SqliteSaver's does;

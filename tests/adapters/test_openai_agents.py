@@ -268,6 +268,27 @@ def test_messages_written_by_other_code_read_as_easy_input(
     ]
 
 
+def test_items_among_other_metadata_read_back(session: Any, db: sqlmem.MemoryDB) -> None:
+    """An item stored beside other metadata keys (before or after it), and an item key
+    holding no object, read back as `item_from_message` reads the message."""
+    item = {"role": "user", "content": "x", "n": [1, {"a": None}]}
+    db.history.append_many(
+        "chat:1",
+        [
+            sqlmem.Message(role="user", content="a", metadata={"openai_agents_item": item, "z": 1}),
+            sqlmem.Message(role="user", content="b", metadata={"a": 1, "openai_agents_item": item}),
+            sqlmem.Message(role="user", content="c", metadata={"openai_agents_item": [1]}),
+            sqlmem.Message(role="user", content="d", metadata={"openai_agents_item": "s"}),
+        ],
+    )
+    assert run(session.get_items()) == [
+        item,
+        item,
+        {"role": "user", "content": "c"},
+        {"role": "user", "content": "d"},
+    ]
+
+
 @pytest.mark.parametrize(
     "bad",
     [
