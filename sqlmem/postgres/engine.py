@@ -196,6 +196,18 @@ class Engine:
             yield conn
 
     @contextmanager
+    def write_one(self) -> Iterator[Conn]:
+        """For a write that is ONE statement (its data-modifying CTEs make it whole): in
+        autocommit that statement is its own transaction, so no BEGIN and COMMIT round
+        trips; inside atomic() a savepoint of the block's transaction, as `write`."""
+        if self.in_atomic:
+            with self.write() as conn:
+                yield conn
+            return
+        with self._connection() as conn:
+            yield conn
+
+    @contextmanager
     def read(self) -> Iterator[Conn]:
         """A connection in autocommit: each statement reads its own consistent snapshot."""
         with self._connection() as conn:
