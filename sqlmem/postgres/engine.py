@@ -3,7 +3,8 @@
 `Pools` (one per `PostgresBackend` or per `sqlmem.postgres.open`) holds a bounded
 psycopg-pool per busy timeout: the timeouts are connection settings, so agents with
 different `busy_timeout_ms` never share a connection. Connections are in autocommit; a
-write is one explicit transaction (`Engine.write`), rolled back on any exception, and the
+write is one explicit transaction (`Engine.write`), rolled back on any exception, or one
+statement that is its own transaction (`Engine.write_one`: no BEGIN/COMMIT), and the
 pool discards a connection that broke (killed by the server, a restart), and each one is
 tried before it is lent (`Engine._checked_out`), so a server that came back is used again
 without a restart of ours. A server that is down is retried every second or two (the

@@ -10,8 +10,11 @@ upsert holds its row lock until commit), so they are unique and gap-free per ses
 with any number of processes on any number of machines. Every writer of an agent's
 messages first takes the agent's `corpus_stats` row (messages), which keeps the BM25
 statistics exact and orders the locks (statistics, then session), so writers cannot
-deadlock. Compaction moves `archived_seq` only, as in SQLite; the pair-safe rules are
-`sqlmem.rules.window`'s. 0.2's `pop` deletes the newest active message and leaves
+deadlock. An append (or append_many) is one statement doing all of this
+(`history_sql.APPEND`), in autocommit its own transaction: one round trip after the
+pool's liveness check, where it took eight (issue 21's speed pass). Compaction moves
+`archived_seq` only, as in SQLite; the pair-safe rules are `sqlmem.rules.window`'s.
+0.2's `pop` deletes the newest active message and leaves
 `last_seq` alone (a seq is never handed out twice), so seqs may have holes: `holes`
 counts those in the active range, keeping `count` one row read; a boundary move over
 holes counts what it archived and takes the holes it passed off, as the SQLite store
