@@ -3,7 +3,8 @@
 `Pools` (one per `PostgresBackend` or per `sqlmem.postgres.open`) holds a bounded
 psycopg-pool per busy timeout: the timeouts are connection settings, so agents with
 different `busy_timeout_ms` never share a connection. Connections are in autocommit; a
-write is one explicit transaction (`Engine.write`), rolled back on any exception, and the
+write is one explicit transaction (`Engine.write`), rolled back on any exception, or one
+statement that is its own transaction (`Engine.write_one`: no BEGIN/COMMIT), and the
 pool discards a connection that broke (killed by the server, a restart), and each one is
 tried before it is lent (`Engine._checked_out`), so a server that came back is used again
 without a restart of ours. A server that is down is retried every second or two (the
@@ -193,6 +194,18 @@ class Engine:
     def write(self) -> Iterator[Conn]:
         """One transaction: committed when the block ends, rolled back on any exception."""
         with self._connection() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
+    def write_one(self) -> Iterator[Conn]:
+        """For a write that is ONE statement (its data-modifying CTEs make it whole): in
+        autocommit that statement is its own transaction, so no BEGIN and COMMIT round
+        trips; inside atomic() a savepoint of the block's transaction, as `write`."""
+        if self.in_atomic:
+            with self.write() as conn:
+                yield conn
+            return
+        with self._connection() as conn:
             yield conn
 
     @contextmanager

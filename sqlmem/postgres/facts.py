@@ -124,17 +124,24 @@ class PostgresFactStore:
 
     def _upsert(self, conn: Conn, params: list[dict[str, Any]], now: int) -> None:
         """Write rows in the caller's transaction, the agent's corpus row locked first
-        (the statistics stay exact: the old lengths are read under that lock)."""
+        (the statistics stay exact: the old lengths are read under that lock). The three
+        statements go in one pipeline (one round trip); an error surfaces at its end, in
+        the transaction, which rolls back."""
         for p in params:
             p["now"] = now
-        ids = [p["id"] for p in params]
-        conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
-        old = dict(conn.execute(sql.SELECT_OLD_LENGTHS, (self._agent, ids)).fetchall())
-        with conn.cursor() as cur:
-            cur.executemany(sql.UPSERT, params)
-        added = sum(1 for i in ids if i not in old)
-        tokens = sum(p["doc_len"] for p in params) - sum(old.values())
-        conn.execute(sql.UPDATE_STATS, (added, tokens, self._agent, sql.FACTS))
+        stats = {
+            "agent": self._agent,
+            "ids": [p["id"] for p in params],
+            "count": len(params),
+            "tokens": sum(p["doc_len"] for p in params),
+        }
+        with conn.pipeline(), conn.cursor() as cur:
+            cur.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
+            cur.execute(sql.STATS_FOR_UPSERT, stats)
+            if len(params) == 1:
+                cur.execute(sql.UPSERT, params[0])
+            else:
+                cur.executemany(sql.UPSERT, params)
 
     def remember(self, fact: Fact) -> str:
         """SPEC 12's upsert for memory writers: see `sqlmem.postgres.items`."""

@@ -28,10 +28,10 @@ __all__ = [
     "REMEMBER_MERGE",
     "SEARCH_CANDIDATES",
     "SELECT_BY_PK",
-    "SELECT_OLD_LENGTHS",
     "SELECT_ONE",
     "SET_FINGERPRINT",
     "STATS",
+    "STATS_FOR_UPSERT",
     "TAGS",
     "UNFINGERPRINTED",
     "UPDATE_STATS",
@@ -53,7 +53,18 @@ FACT_COLUMNS = (
 LIVE = "(f.expires_at IS NULL OR f.expires_at > %(now)s)"
 
 
-SELECT_OLD_LENGTHS = "SELECT id, doc_len FROM facts WHERE agent_id = %s AND id = ANY(%s)"
+# A batch's share of the statistics, before its upsert and after LOCK_CORPUS (a statement
+# of its own: this one's snapshot is then taken under the lock, so the old lengths it
+# reads are the latest): the ids already stored count as updates (their old length goes,
+# the new one comes), the others as new rows. Computed in the server: no result to wait
+# for, so it is pipelined with the lock and the upsert (`PostgresFactStore._upsert`).
+STATS_FOR_UPSERT = f"""
+UPDATE corpus_stats AS c
+SET docs = c.docs + %(count)s - o.n, tokens = c.tokens + %(tokens)s - o.t
+FROM (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS t
+      FROM facts WHERE agent_id = %(agent)s AND id = ANY(%(ids)s)) AS o
+WHERE c.agent_id = %(agent)s AND c.corpus = {FACTS}
+"""
 
 # created_at: the given one, else now for a new fact and the stored one for an update.
 UPSERT = """

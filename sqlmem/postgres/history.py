@@ -10,8 +10,11 @@ upsert holds its row lock until commit), so they are unique and gap-free per ses
 with any number of processes on any number of machines. Every writer of an agent's
 messages first takes the agent's `corpus_stats` row (messages), which keeps the BM25
 statistics exact and orders the locks (statistics, then session), so writers cannot
-deadlock. Compaction moves `archived_seq` only, as in SQLite; the pair-safe rules are
-`sqlmem.rules.window`'s. 0.2's `pop` deletes the newest active message and leaves
+deadlock. An append (or append_many) is one statement doing all of this
+(`history_sql.APPEND`), in autocommit its own transaction: one round trip after the
+pool's liveness check, where it took eight (issue 21's speed pass). Compaction moves
+`archived_seq` only, as in SQLite; the pair-safe rules are `sqlmem.rules.window`'s.
+0.2's `pop` deletes the newest active message and leaves
 `last_seq` alone (a seq is never handed out twice), so seqs may have holes: `holes`
 counts those in the active range, keeping `count` one row read; a boundary move over
 holes counts what it archived and takes the holes it passed off, as the SQLite store
@@ -112,29 +115,30 @@ class PostgresHistoryStore:
         ]
 
     def _insert(self, session_id: str, rows: list[list[Any]], now: int) -> list[int]:
-        count, session = len(rows), encode(session_id)
-        reserve = {"agent": self._agent, "session": session, "count": count, "now": now}
-        with self._engine.write() as conn:
-            conn.execute(sql.LOCK_CORPUS, (self._agent, sql.MESSAGES))
+        """One statement (`history_sql.APPEND`): statistics, seqs and rows together. With
+        `max_history_len` the boundary move needs the seqs it returned, in the same
+        transaction: then an explicit one, else the statement is its own (one round trip)."""
+        count = len(rows)
+        columns = [list(column) for column in zip(*rows, strict=True)]
+        params: dict[str, Any] = dict(zip(sql.APPEND_COLUMNS, columns, strict=True))
+        params.update(
+            agent=self._agent,
+            session=encode(session_id),
+            count=count,
+            tokens=sum(row[8] for row in rows),
+            now=now,
+        )
+        limit = self._config.max_history_len
+        with self._engine.write_one() if limit is None else self._engine.write() as conn:
             try:
-                with conn.transaction():  # a savepoint: the refusal leaves the rest usable
-                    got = conn.execute(sql.RESERVE_SEQS, reserve).fetchone()
-            except pg.NotNullViolation:
+                got = conn.execute(sql.APPEND, params).fetchone()
+            except pg.NotNullViolation:  # the statement, and so the transaction, is undone
                 raise _exhausted(session_id, count) from None
             assert got is not None
             last, archived, holes = int(got[0]), int(got[1]), int(got[2])
-            first = last - count + 1
-            with conn.cursor() as cur:
-                cur.executemany(
-                    sql.INSERT,
-                    [[self._agent, session, first + i, *row] for i, row in enumerate(rows)],
-                )
-            tokens = sum(row[8] for row in rows)
-            conn.execute(sql.UPDATE_STATS, (count, tokens, self._agent, sql.MESSAGES))
-            limit = self._config.max_history_len
             if limit is not None and last - archived - holes > limit:
-                self._archive(conn, session, (last, archived, holes), limit, None)
-        return list(range(first, last + 1))
+                self._archive(conn, params["session"], (last, archived, holes), limit, None)
+        return list(range(last - count + 1, last + 1))
 
     def set_summary(self, session_id: str, text: str) -> None:
         check_session_id(session_id)

@@ -7,6 +7,8 @@ from .corpus_sql import LOCK_CORPUS, MESSAGES, STATS, UPDATE_STATS
 from .ranking import bm25_statement
 
 __all__ = [
+    "APPEND",
+    "APPEND_COLUMNS",
     "ARCHIVE",
     "AROUND",
     "COUNT",
@@ -14,7 +16,6 @@ __all__ = [
     "DELETE_MESSAGES",
     "DELETE_SESSION",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
-    "INSERT",
     "LOCK_CORPUS",
     "MAX_SEQ",
     "MESSAGES",
@@ -22,7 +23,6 @@ __all__ = [
     "OLDEST_KEPT",
     "POP",
     "POPPED",
-    "RESERVE_SEQS",
     "SEARCH",
     "SEARCH_SESSION",
     "SELECT_ALL",
@@ -44,24 +44,49 @@ MESSAGE_COLUMNS = (
     "m.metadata, m.created_at"
 )
 
-# Takes `k` seqs for a batch of k messages in the insert's transaction: the upsert holds the
-# session's row lock until commit, so seqs stay unique and gap-free across processes and
-# machines. Past 2**63-1 the CASE gives NULL and the NOT NULL constraint refuses the append.
-RESERVE_SEQS = f"""
-INSERT INTO sessions AS s (agent_id, session_id, last_seq, created_at, updated_at)
-VALUES (%(agent)s, %(session)s, %(count)s, %(now)s, %(now)s)
-ON CONFLICT (agent_id, session_id) DO UPDATE
-    SET last_seq = CASE WHEN s.last_seq <= {MAX_SEQ} - excluded.last_seq
-                   THEN s.last_seq + excluded.last_seq END,
-        updated_at = excluded.updated_at
-RETURNING last_seq, archived_seq, holes
+# append / append_many in ONE statement (so in autocommit one round trip, no BEGIN or
+# COMMIT): `st` adds the batch to the agent's statistics row, which it locks first (the
+# same lock order as every writer of the agent's messages: statistics, then session);
+# `r` takes the batch's seqs from the session's counter row (NULL past 2**63-1,
+# refused by NOT NULL), and reads `st` so it runs after it; `m` inserts the rows,
+# seq = last - count + their ordinal. Both rows are updated on their latest committed
+# version (ON CONFLICT DO UPDATE), never from the statement's snapshot, so counts and
+# seqs stay exact with any number of writers. The arrays are the rows' columns.
+APPEND = f"""
+WITH st AS (
+    INSERT INTO corpus_stats AS c (agent_id, corpus, docs, tokens)
+    VALUES (%(agent)s, {MESSAGES}, %(count)s, %(tokens)s)
+    ON CONFLICT (agent_id, corpus) DO UPDATE
+        SET docs = c.docs + excluded.docs, tokens = c.tokens + excluded.tokens
+    RETURNING 1
+), r AS (
+    INSERT INTO sessions AS s (agent_id, session_id, last_seq, created_at, updated_at)
+    SELECT %(agent)s, %(session)s, %(count)s, %(now)s, %(now)s FROM st
+    ON CONFLICT (agent_id, session_id) DO UPDATE
+        SET last_seq = CASE WHEN s.last_seq <= {MAX_SEQ} - excluded.last_seq
+                       THEN s.last_seq + excluded.last_seq END,
+            updated_at = excluded.updated_at
+    RETURNING last_seq, archived_seq, holes
+), m AS (
+    INSERT INTO messages (agent_id, session_id, seq, role, content, name, tool_call_id,
+                          tool_calls, is_error, metadata, created_at, doc_len, tsv)
+    SELECT %(agent)s, %(session)s, r.last_seq - %(count)s + v.i, v.role, v.content, v.name,
+           v.tool_call_id, v.tool_calls, v.is_error, v.metadata, v.created_at, v.doc_len,
+           v.tsv
+    FROM r CROSS JOIN unnest(
+        %(role)s::text[], %(content)s::text[], %(name)s::text[], %(tool_call_id)s::text[],
+        %(tool_calls)s::text[], %(is_error)s::boolean[], %(metadata)s::text[],
+        %(created_at)s::bigint[], %(doc_len)s::integer[], %(tsv)s::tsvector[]
+    ) WITH ORDINALITY AS v(role, content, name, tool_call_id, tool_calls, is_error, metadata,
+                           created_at, doc_len, tsv, i)
+)
+SELECT last_seq, archived_seq, holes FROM r
 """
-
-INSERT = """
-INSERT INTO messages (agent_id, session_id, seq, role, content, name, tool_call_id,
-                      tool_calls, is_error, metadata, created_at, doc_len, tsv)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)
-"""
+#: The columns of APPEND's arrays, in `PostgresHistoryStore._encode`'s order.
+APPEND_COLUMNS = (
+    "role", "content", "name", "tool_call_id", "tool_calls", "is_error", "metadata",
+    "created_at", "doc_len", "tsv",
+)  # fmt: skip
 
 SELECT_SESSION = """
 SELECT last_seq, archived_seq, holes FROM sessions

@@ -171,20 +171,36 @@ def test_interrupt_mid_transaction_rolls_back(
     watched: Callable[..., Any], server: pgserver.PgServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C (or any exception of the caller's) between two statements of a write: the
-    exception is the caller's own, and the transaction is rolled back, seq not taken."""
-    db = watched()
+    exception is the caller's own, and the transaction is rolled back, seq not taken. An
+    append is one statement (nothing between), except with max_history_len: the boundary
+    moves in the append's transaction; a fact batch is lock, statistics, then upsert."""
+    db = watched(max_history_len=1)
     db.history.append("s", _msg("first"))
-    executemany = psycopg.Cursor.executemany
+    db.facts.index(Fact(id="first", content="first words"))
 
-    def interrupted(self: Any, *args: Any, **kwargs: Any) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(psycopg.Cursor, "executemany", interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        db.history.append("s", _msg("second"))
-    monkeypatch.setattr(psycopg.Cursor, "executemany", executemany)
+    with monkeypatch.context() as patch:
+        patch.setattr(psycopg.Cursor, "executemany", interrupted)
+        patch.setattr(sp.PostgresHistoryStore, "_archive", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            db.history.append("s", _msg("second"))
+        with pytest.raises(KeyboardInterrupt):
+            db.facts.index_many([Fact(id="a", content="more words"), Fact(id="b", content="x")])
     assert db.history.append("s", _msg("third")) == 2
-    assert [m.content for m in db.history.get_all("s")] == ["first", "third"]
+    assert [m.content for m in db.history.get_all("s", include_archived=True)] == [
+        "first",
+        "third",
+    ]
+    assert [f.id for f in db.facts.list()] == ["first"]
+    db.facts.index(Fact(id="c", content="words again"))
+    with psycopg.connect(server.dsn) as admin:  # the statistics count what is stored
+        row = admin.execute(
+            "SELECT docs, tokens FROM corpus_stats WHERE agent_id = %s ORDER BY corpus",
+            (db._engine.agent_id,),
+        ).fetchall()
+    assert row == [(2, 4), (2, 2)]
     _clean(db, server.dsn)
 
 
