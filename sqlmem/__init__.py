@@ -68,7 +68,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
     from .sqlite.db import open as open  # public as sqlmem.open, kept out of __all__
     from .tools import MemoryTools
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Everything but the errors loads on first use (PEP 562): `import sqlmem` then costs less than
 # importing apsw and pydantic (of the two it loads apsw only), where loading every module at
