@@ -52,9 +52,9 @@ from ..rules.export_format import (
     newer_record,
     read_export,
     read_records,
-    validate_batch,
 )
 from ..rules.filters import prepare_fact
+from ..rules.import_batches import write_in_batches
 from ..rules.rows import facts_from_rows
 from . import facts_sql, vectors_sql
 from . import transfer_sql as sql
@@ -217,18 +217,11 @@ def import_stream(
     """Write the stream's records into `db`, `BATCH_SIZE` records per transaction."""
     counts = ImportCounts()
     undated: set[str] = set()  # fact ids this import stored from records without updated_at
-    batch: list[tuple[int, Any]] = []
-    done = 0
-    for item in stream.records:
-        batch.append(item)
-        if len(batch) >= BATCH_SIZE:
-            _write_batch(db, validate_batch(batch, stream.unit), counts, undated)
-            done += len(batch)
-            batch.clear()
-            if progress is not None and done % 10_000 == 0:
-                progress(done)
-    if batch:
-        _write_batch(db, validate_batch(batch, stream.unit), counts, undated)
+
+    def write(rows: list[Row]) -> None:
+        _write_batch(db, rows, counts, undated)
+
+    write_in_batches(stream, write, progress, BATCH_SIZE)
     if db.facts.embedder is not None:  # facts the file brought without vectors (SPEC 17)
         db.facts.embed_pending()
     return counts
