@@ -36,6 +36,7 @@ __all__ = [
     "CheckpointWriteRow",
     "KVRecordRow",
     "b64",
+    "stamp_ms",
     "validate_blob_record",
 ]
 
@@ -114,10 +115,10 @@ def validate_blob_record(kind: str, fields: Mapping[str, Any]) -> Any:
             _text(f.get("namespace"), "namespace"),
             _text(f.get("key"), "key"),
             _bytes(f.get("value"), "value"),
-            _stamp(f.get("created_at"), "created_at"),
-            _stamp(f.get("updated_at"), "updated_at"),
+            stamp_ms(f.get("created_at"), "created_at"),
+            stamp_ms(f.get("updated_at"), "updated_at"),
             ttl,
-            None if f.get("expires_at") is None else _stamp(f["expires_at"], "expires_at"),
+            None if f.get("expires_at") is None else stamp_ms(f["expires_at"], "expires_at"),
         )
     if kind == "checkpoint":
         return CheckpointRecordRow(
@@ -174,7 +175,7 @@ def _bytes(value: Any, name: str) -> bytes:
         raise ValueError(f"{name} is not valid base64") from None
 
 
-def _stamp(value: Any, name: str) -> int:
+def stamp_ms(value: Any, name: str) -> int:
     """An ISO 8601 timestamp with its time zone, as ms since the epoch."""
     if not isinstance(value, str):
         raise ValueError(f"{name} must be ISO 8601 text")

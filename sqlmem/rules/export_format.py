@@ -67,6 +67,7 @@ from .export_blobs import (
     CheckpointRecordRow,
     CheckpointWriteRow,
     KVRecordRow,
+    stamp_ms,
     validate_blob_record,
 )
 from .filters import prepare_fact
@@ -388,8 +389,8 @@ def _document(fields: dict[str, Any]) -> DocumentRow:
         check_bool(fields.get("enabled"), "enabled"),
         check_sort_order(fields.get("sort_order")),
         _counter(fields.get("revision"), "revision", 1),
-        _stamp(fields.get("created_at"), "created_at"),
-        _stamp(fields.get("updated_at"), "updated_at"),
+        stamp_ms(fields.get("created_at"), "created_at"),
+        stamp_ms(fields.get("updated_at"), "updated_at"),
     )
 
 
@@ -399,7 +400,7 @@ def _revision(fields: dict[str, Any]) -> RevisionRow:
     content = fields.get("content")
     size = check_content(content)
     revision = _counter(fields.get("revision"), "revision", 1)
-    stamp = _stamp(fields.get("updated_at"), "updated_at")
+    stamp = stamp_ms(fields.get("updated_at"), "updated_at")
     return RevisionRow(path, revision, content, size, stamp)  # type: ignore[arg-type]
 
 
@@ -408,19 +409,6 @@ def _only(fields: Mapping[str, Any], kind: str, names: set[str], stamps: int) ->
     extra = set(fields) - allowed
     if extra:
         raise ValueError(f"unknown field(s) in a {kind} record: {', '.join(sorted(extra))}")
-
-
-def _stamp(value: Any, name: str) -> int:
-    """An ISO 8601 timestamp with its time zone, as ms since the epoch."""
-    if not isinstance(value, str):
-        raise ValueError(f"{name} must be ISO 8601 text")
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(f"{name}: not an ISO 8601 timestamp: {value[:40]!r}") from None
-    if when.tzinfo is None:
-        raise ValueError(f"{name} must carry its time zone (the export writes +00:00)")
-    return dt_to_ms(when)
 
 
 def _counter(value: Any, name: str, minimum: int) -> int:
