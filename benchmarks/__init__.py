@@ -1,4 +1,4 @@
 """sqlmem benchmarks: every workload measured beside raw apsw SQL in the same run.
 
-See benchmarks/README.md. Run with `python -m benchmarks` from the repository root.
+See docs/guide/benchmarks.md. Run with `python -m benchmarks` from the repository root.
 """

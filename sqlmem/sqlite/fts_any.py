@@ -34,7 +34,7 @@ caller runs its exact OR query):
 What it gives up: rows made only of common words, and the common words' share of the
 score of a row that holds some but not all of them (its score is then that of its rare
 words, so it may rank a little low). Measured on the benchmark (W3, 100,000 facts, 1,000
-queries of 1-3 words; see benchmarks/README.md): top-10 agreement with exact OR 0.95,
+queries of 1-3 words; see docs/guide/benchmark-details.md): top-10 agreement with exact OR 0.95,
 p50 ~2.1-2.3x an AND query instead of ~8x (the exact OR). On 100,000 messages (W5,
 longer texts, where the common words weigh more) the agreement is 0.88.
 """
