@@ -222,3 +222,17 @@ def test_an_async_model_or_database_names_the_async_form(tmp_path: Path) -> None
 
         with pytest.raises(InvalidArgumentError, match=r"sqlmem\.aio\.AgentMemory"):
             AgentMemory(Async(), Model())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("count", [4, 27, 29, 30, 45])
+def test_the_extractor_reads_the_last_messages_of_any_session(db: Any, count: int) -> None:
+    """A session shorter than `max_transcript_messages` is read whole (it used to be cut
+    to its last `count - 30` messages when fewer than 30, and skipped as too short)."""
+    for i in range(count):
+        role = "user" if i % 2 == 0 else "assistant"
+        db.history.append("s", Message(role=role, content=f"message number {i:02d}"))
+    model = Model()
+    outcome = WorkspaceExtractor(db, model, cooldown_seconds=0).run("s")
+    assert outcome.ran and outcome.error is None
+    shown = [n for n in range(count) if f"message number {n:02d}" in model.prompts[0]]
+    assert shown == list(range(max(0, count - 30), count))
