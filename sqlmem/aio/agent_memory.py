@@ -26,6 +26,7 @@ from ..context.agent_memory import AgentMemory as SyncAgentMemory
 from ..context.agent_memory import Reply
 from ..context.context_window import BuiltContext
 from ..context.pack_config import PackConfig
+from ..context.workspace_extract import WorkspaceExtractor
 from ..errors import InvalidArgumentError
 from ..records import Message
 
@@ -63,7 +64,8 @@ async def _awaited(complete: Callable[[str], Awaitable[str]], prompt: str) -> st
 
 
 class AgentMemory:
-    """`sqlmem.AgentMemory` over an async database, with awaited `before` and `after`."""
+    """`sqlmem.AgentMemory` over an async database, with awaited `before` and `after`.
+    An extractor passed as `extract` works on the async database's sync one (`adb.sync`)."""
 
     def __init__(
         self,
@@ -75,7 +77,7 @@ class AgentMemory:
         memory_window: int = 50,
         keep_last: int = 10,
         pack: PackConfig | None = None,
-        extract: bool = True,
+        extract: bool | WorkspaceExtractor = True,
     ) -> None:
         sync_db = getattr(adb, "sync", None)
         if sync_db is None or not hasattr(sync_db, "history"):

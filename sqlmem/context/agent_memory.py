@@ -1,4 +1,4 @@
-"""`AgentMemory`: one agent turn, the way the seed systems run it, over any database.
+"""`AgentMemory`: one agent turn, memory included, over any database.
 
 The parts (the memory pack, the workspace documents, the context window, the consolidator,
 the post-conversation extractor) each do one job; assembled by hand they are easy to get
