@@ -34,6 +34,7 @@ from .errors import (
 if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checkers and IDEs
     from .config import StoreConfig
     from .context import (
+        AgentMemory,
         CompactionResult,
         Compactor,
         ExtractionError,
@@ -94,6 +95,7 @@ _LAZY: dict[str, str] = {
     "InMemoryDocumentStore": ".memory.docs",
     **dict.fromkeys(
         (
+            "AgentMemory",
             "BuiltContext",
             "CompactionResult",
             "Compactor",
@@ -163,6 +165,7 @@ def __dir__() -> list[str]:
 # `from sqlmem import *` does not shadow the builtin open().
 
 __all__ = [
+    "AgentMemory",
     "AgentMemoryConfig",
     "BuiltContext",
     "CheckReport",

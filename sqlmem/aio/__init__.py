@@ -4,6 +4,7 @@ guarantees)."""
 
 from __future__ import annotations
 
+from .agent_memory import AgentMemory as AgentMemory
 from .db import AsyncMemoryDB, open
 from .stores import AsyncDocumentStore, AsyncFactStore, AsyncHistoryStore
 

@@ -4,6 +4,7 @@ memory injection into the prompt, history compaction, and fact extraction."""
 
 from __future__ import annotations
 
+from .agent_memory import AgentMemory
 from .compactor import CompactionResult, Compactor, Summarizer
 from .consolidate import ConsolidationResult, Consolidator, consolidate_daily_notes
 from .context_window import SUMMARY_PREFIX, BuiltContext, ContextWindow
@@ -16,6 +17,7 @@ from .workspace_extract import ExtractionOutcome, WorkspaceExtractor
 
 __all__ = [
     "SUMMARY_PREFIX",
+    "AgentMemory",
     "BuiltContext",
     "CompactionResult",
     "Compactor",

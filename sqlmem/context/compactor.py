@@ -201,10 +201,15 @@ class Compactor:
         )
 
     def _summarize(
-        self, session_id: str, to_archive: list[Message]
+        self,
+        session_id: str,
+        to_archive: list[Message],
+        *,
+        consequence: str = "archiving without a new summary",
     ) -> tuple[str | None, str | None]:
         """(new summary or None, error or None). Never raises: a failing summarizer must
-        not stop the archive, which is what keeps the prompt inside the model's limit."""
+        not stop the archive, which is what keeps the prompt inside the model's limit.
+        `consequence`: what the caller does instead, for the warning logged."""
         if self.summarizer is None:
             return None, None
         previous = self.history.get_summary(session_id)
@@ -213,19 +218,12 @@ class Compactor:
         except Exception as exc:  # any failure of user code is reported, not raised
             error = f"summarizer failed: {type(exc).__name__}: {exc}"
             _log.warning(
-                "compaction of session %r: %s; archiving without a new summary",
-                session_id,
-                error,
-                exc_info=exc,
+                "compaction of session %r: %s; %s", session_id, error, consequence, exc_info=exc
             )
             return None, error
         problem = _unusable(summary)
         if problem is not None:
-            _log.warning(
-                "compaction of session %r: %s; archiving without a new summary",
-                session_id,
-                problem,
-            )
+            _log.warning("compaction of session %r: %s; %s", session_id, problem, consequence)
             return None, problem
         return summary, None
 

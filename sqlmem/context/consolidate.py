@@ -117,15 +117,29 @@ class Consolidator:
         self.complete = complete
 
     def maybe_consolidate(self, session_id: str) -> ConsolidationResult:
+        return self._consolidate(session_id, self.keep_last, when_due=True)
+
+    def consolidate(self, session_id: str, *, keep_last: int | None = None) -> ConsolidationResult:
+        """Consolidate now, whatever `memory_window` says: the messages before the last
+        `keep_last` (default: the consolidator's own, pair-safe) become a HISTORY.md entry
+        archived in the same transaction. This is how a `ContextWindow` past its trigger
+        archives: never without the record. The model is asked even when `memory_window`
+        is 0, because an archive without an entry is exactly what this call exists to avoid."""
+        keep = self.keep_last if keep_last is None else _check_int("keep_last", keep_last, 0)
+        return self._consolidate(session_id, keep, when_due=False)
+
+    def _consolidate(
+        self, session_id: str, keep_last: int, *, when_due: bool
+    ) -> ConsolidationResult:
         history = self.db.history
         try:
-            if self.memory_window == 0:
+            if when_due and self.memory_window == 0:
                 archived = history.compact(session_id, keep_last=self.keep_last)
                 return ConsolidationResult(False, archived, "", False)
-            if history.count(session_id) <= self.memory_window:
+            if when_due and history.count(session_id) <= self.memory_window:
                 return ConsolidationResult(False, 0, "", False)
             messages = history.get_all(session_id)
-            boundary = pair_safe_boundary(messages, self.keep_last)
+            boundary = pair_safe_boundary(messages, keep_last)
             if boundary == 0:
                 return ConsolidationResult(False, 0, "", False)
             old = messages[:boundary]

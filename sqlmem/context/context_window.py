@@ -10,15 +10,27 @@ the messages to send, and gets
    what users said, and must not gain system authority (a prompt-injection path);
 3. the active history, then the new user message.
 
-When the estimate passes `max_input_tokens * trigger_ratio`, older messages are compacted
-(summarized into the session summary and archived, one transaction, via `Compactor`),
-keeping the last `preserve_recent_pairs` user turns. If the prompt still exceeds
-`max_input_tokens`, the oldest history messages are left out of this prompt (not archived:
-the store keeps them), pair-safe, and `trimmed` counts them; the summary goes last. The
-window never exceeds `max_input_tokens` unless the system prompt and the new user message
-alone do: then those two are returned and `over_limit` says so. A failing summarizer never
-costs the turn: messages are archived without a new summary and the result carries the
-error.
+When the estimate passes `max_input_tokens * trigger_ratio`, the messages before the last
+`preserve_recent_pairs` user turns are archived, but only under a record that covers them,
+because an archived message the prompt no longer shows and nothing summarises is a
+conversation the agent has silently forgotten:
+
+- the `summarizer` folds them into the session summary (stored with the archive, one
+  transaction), or
+- the `consolidator` (a `Consolidator` over the same history) writes a HISTORY.md entry
+  for them, in the same transaction as the archive (and maybe a new MEMORY.md).
+
+The summarizer is tried first, the consolidator when there is no summarizer or it failed.
+With neither, or when both fail, nothing is archived: the messages stay active (the next
+turn tries again) and are only left out of this prompt. A failure never costs the turn:
+the result carries the error. `archive_uncovered=True` restores the older rule (archive
+anyway, without a new summary), for callers who keep their transcript elsewhere.
+
+If the prompt still exceeds `max_input_tokens`, the oldest history messages are left out
+of this prompt (not archived: the store keeps them), pair-safe, and `trimmed` counts them;
+the summary goes last. The window never exceeds `max_input_tokens` unless the system
+prompt and the new user message alone do: then those two are returned and `over_limit`
+says so. Explicit calls (`emergency`, `Compactor`, `history.compact`) archive as asked.
 """
 
 from __future__ import annotations
@@ -26,11 +38,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, SqlmemError
 from ..protocols import HistoryStore
 from ..records import Message
 from ..rules.window import drop_leading_tool_results
-from .compactor import CompactionResult, Compactor, Summarizer, message_tokens
+from .compactor import CompactionResult, Compactor, Summarizer, message_tokens, pair_safe_boundary
+from .consolidate import Consolidator
 from .tokens import Estimator, estimate_tokens
 
 __all__ = ["SUMMARY_PREFIX", "BuiltContext", "ContextWindow"]
@@ -77,6 +90,8 @@ class ContextWindow:
         preserve_recent_pairs: int = 2,
         summarizer: Summarizer | None = None,
         estimator: Estimator | None = None,
+        consolidator: Consolidator | None = None,
+        archive_uncovered: bool = False,
     ) -> None:
         self.max_input_tokens = _positive("max_input_tokens", max_input_tokens)
         if (
@@ -98,6 +113,18 @@ class ContextWindow:
             estimator=estimator,
         )
         self.estimator: Estimator = estimator or estimate_tokens
+        if consolidator is not None:
+            if not isinstance(consolidator, Consolidator):
+                raise InvalidArgumentError("consolidator must be a Consolidator or None")
+            if consolidator.db.history is not history:
+                raise InvalidArgumentError(
+                    "the consolidator must work on the window's history store "
+                    "(build both from the same database)"
+                )
+        if not isinstance(archive_uncovered, bool):
+            raise InvalidArgumentError("archive_uncovered must be a bool")
+        self.consolidator = consolidator
+        self.archive_uncovered = archive_uncovered
 
     def build(
         self,
@@ -128,7 +155,7 @@ class ContextWindow:
         if tokens > self.max_input_tokens * self.trigger_ratio:
             keep = self._kept_turns(active)
             if keep < len(active):
-                result = self._compactor._compact(session_id, keep, active)
+                result = self._archive_older(session_id, keep, active)
                 if result.compacted:
                     active = self.history.get_all(session_id)
                     summary = self.history.get_summary(session_id)
@@ -165,6 +192,52 @@ class ContextWindow:
             self._compactor.summarizer = saved
 
     # -- internals -----------------------------------------------------------------------
+
+    def _archive_older(self, session_id: str, keep: int, active: list[Message]) -> CompactionResult:
+        """Archive all but the last `keep` active messages under a summary or a HISTORY.md
+        entry; when neither can be written, archive nothing (see the module docstring)."""
+        if self.archive_uncovered:
+            return self._compactor._compact(session_id, keep, active)
+        errors: list[str] = []
+        if self._compactor.summarizer is not None:
+            result = self._archive_summarized(session_id, keep, active)
+            if result.compacted:
+                return result
+            if result.error:
+                errors.append(result.error)
+        if self.consolidator is not None:
+            outcome = self.consolidator.consolidate(session_id, keep_last=keep)
+            if outcome.consolidated:
+                return CompactionResult(True, outcome.archived, False, "; ".join(errors) or None)
+            if outcome.error:
+                errors.append(outcome.error)
+        return CompactionResult(False, 0, False, "; ".join(errors) or None)
+
+    def _archive_summarized(
+        self, session_id: str, keep: int, active: list[Message]
+    ) -> CompactionResult:
+        """The summarizer's new summary and the archive of what it summarised, together
+        (`history.compact` is one transaction), or nothing at all."""
+        boundary = pair_safe_boundary(active, keep)
+        if boundary == 0:
+            return CompactionResult(False, 0, False)
+        summary, error = self._compactor._summarize(
+            session_id, active[:boundary], consequence="nothing archived, the messages stay active"
+        )
+        if summary is None:
+            return CompactionResult(False, 0, False, f"{error}; nothing archived")
+        try:
+            archived = self.history.compact(
+                session_id, keep_last=len(active) - boundary, summary=summary
+            )
+        except InvalidArgumentError as exc:  # the store refused the summary (too large)
+            return CompactionResult(False, 0, False, f"store refused the summary: {exc}")
+        except SqlmemError as exc:
+            return CompactionResult(False, 0, False, f"storage failed: {type(exc).__name__}: {exc}")
+        error = None
+        if archived != boundary:  # written to between the read and the archive
+            error = f"archived {archived} messages but {boundary} were summarized"
+        return CompactionResult(archived > 0, archived, True, error)
 
     def _kept_turns(self, active: list[Message]) -> int:
         """How many of the last active messages form the last `preserve_recent_pairs`

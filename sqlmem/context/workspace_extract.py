@@ -145,7 +145,7 @@ class WorkspaceExtractor:
         except SqlmemError as exc:
             return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
         keep = self.max_transcript_messages
-        messages = talk[len(talk) - keep :] if keep else []
+        messages = talk[-keep:] if keep else []  # all of them when fewer than `keep`
         if len(messages) < self.min_messages:
             return ExtractionOutcome(False, "too few messages")
         last_user = next((m for m in reversed(messages) if m.role == "user"), None)

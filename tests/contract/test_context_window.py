@@ -79,7 +79,9 @@ def test_past_the_trigger_older_turns_are_summarized_and_archived(
     assert len(history.get_all("s", include_archived=True)) == 12  # nothing lost
 
 
-def test_a_failing_summarizer_is_reported_not_raised(history: HistoryStore) -> None:
+def test_a_failing_summarizer_is_reported_not_raised_and_archives_nothing(
+    history: HistoryStore,
+) -> None:
     _turns(history, "s", 6)
 
     def broken(messages: list[Message], previous: str) -> str:
@@ -87,10 +89,40 @@ def test_a_failing_summarizer_is_reported_not_raised(history: HistoryStore) -> N
 
     window = ContextWindow(history, max_input_tokens=600, summarizer=broken, estimator=_chars)
     built = window.build("s", "sys", "next")
+    assert not built.compacted  # no record would cover them: they stay active
+    assert built.error is not None and "model down" in built.error
+    assert history.count("s") == 12
+    assert history.get_summary("s") == ""
+    assert built.tokens <= 600 and built.trimmed > 0  # left out of this prompt only
+    assert built.messages[-3].content.startswith("question 5 ")
+
+
+def test_without_a_summarizer_nothing_is_archived(history: HistoryStore) -> None:
+    _turns(history, "s", 6)
+    built = ContextWindow(history, max_input_tokens=600, estimator=_chars).build("s", "sys", "n")
+    assert not built.compacted and built.error is None
+    assert history.count("s") == 12 and built.tokens <= 600
+
+
+def test_archive_uncovered_keeps_the_older_rule(history: HistoryStore) -> None:
+    _turns(history, "s", 6)
+
+    def broken(messages: list[Message], previous: str) -> str:
+        raise RuntimeError("model down")
+
+    window = ContextWindow(
+        history,
+        max_input_tokens=600,
+        summarizer=broken,
+        estimator=_chars,
+        archive_uncovered=True,
+    )
+    built = window.build("s", "sys", "next")
     assert built.compacted
     assert built.error is not None and "model down" in built.error
     assert history.count("s") == 4
     assert history.get_summary("s") == ""
+    assert ContextWindow(history, archive_uncovered=True).build("s", "s", "x").error is None
 
 
 def test_past_the_limit_the_oldest_messages_are_left_out_of_the_prompt_only(
@@ -177,6 +209,8 @@ def test_emergency_keeps_the_last_turns_and_calls_no_model(history: HistoryStore
         {"preserve_recent_pairs": 0},
         {"summarizer": 3},
         {"estimator": "len"},
+        {"consolidator": "complete"},
+        {"archive_uncovered": 1},
     ],
 )
 def test_bad_arguments_raise(make_history: MakeHistory, kwargs: dict[str, Any]) -> None:

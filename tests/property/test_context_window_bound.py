@@ -2,10 +2,15 @@
 the system prompt plus the new message alone exceed it (then it returns just those two and
 says so in `over_limit`). Checked over generated sessions (tool calls and their results,
 long and short messages), summaries, documents, limits, trigger ratios and summarizers
-that answer short, answer long or raise, on the SQLite history store and the twin."""
+that answer short, answer long or raise, on the SQLite history store and the twin.
+
+And the window never forgets: whatever it archives is covered by the summarizer's new
+summary or by a consolidator's HISTORY.md entry (with neither, or when they fail, it
+archives nothing)."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -14,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlmem
-from sqlmem import InMemoryHistoryStore, Message, ToolCall
+import sqlmem.memory
+from sqlmem import Consolidator, Message, ToolCall
 from sqlmem.context import SUMMARY_PREFIX, ContextWindow
 from sqlmem.context.compactor import message_tokens
 
@@ -47,6 +53,15 @@ def _summarizer(kind: str) -> Any:
     return None if kind == "none" else summarize
 
 
+def _consolidator(db: Any, kind: str) -> Consolidator | None:
+    def complete(prompt: str) -> str:
+        if kind == "fails":
+            raise ConnectionError("consolidation model down")
+        return json.dumps({"history_entry": "They talked.", "memory_update": ""})
+
+    return None if kind == "none" else Consolidator(db, complete)
+
+
 def _fill(history: Any, turns: list[tuple[int, int, bool]]) -> None:
     for i, (asked, answered, tool) in enumerate(turns):
         history.append("s", Message(role="user", content=f"q{i} " + "q" * asked))
@@ -68,6 +83,7 @@ def _fill(history: Any, turns: list[tuple[int, int, bool]]) -> None:
     ratio=st.sampled_from([0.1, 0.5, 0.75, 1.0]),
     pairs=st.integers(1, 3),
     summarizer=st.sampled_from(["none", "short", "long", "raises"]),
+    consolidator=st.sampled_from(["none", "works", "fails"]),
     kind=st.sampled_from(["sqlite", "memory"]),
 )
 def test_the_window_never_exceeds_the_limit_but_in_the_stated_case(
@@ -80,11 +96,12 @@ def test_the_window_never_exceeds_the_limit_but_in_the_stated_case(
     ratio: float,
     pairs: int,
     summarizer: str,
+    consolidator: str,
     kind: str,
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        db = sqlmem.open(Path(folder) / "m.db") if kind == "sqlite" else None
-        history: Any = db.history if db is not None else InMemoryHistoryStore()
+        db: Any = sqlmem.open(Path(folder) / "m.db") if kind == "sqlite" else sqlmem.memory.open()
+        history: Any = db.history
         try:
             _fill(history, turns)
             if summary:
@@ -96,11 +113,24 @@ def test_the_window_never_exceeds_the_limit_but_in_the_stated_case(
                 preserve_recent_pairs=pairs,
                 summarizer=_summarizer(summarizer),
                 estimator=_chars,
+                consolidator=_consolidator(db, consolidator),
             )
+            before = history.count("s")
             built = window.build("s", system, new, docs=_Files(files))
+            archived = before - history.count("s")
+            summary_after = history.get_summary("s")
+            entry = db.docs.read("HISTORY.md")
         finally:
-            if db is not None:
-                db.close()
+            db.close()
+    assert archived == 0 or built.compacted
+    if archived:  # only under a record that covers what was archived
+        by_summary = summarizer in ("short", "long") and summary_after.startswith("s" * 10)
+        by_entry = entry is not None and summary_after == entry.content.splitlines()[-1]
+        assert by_summary or (
+            consolidator == "works" and by_entry and "They talked." in entry.content
+        )
+    if summarizer in ("none", "raises") and consolidator in ("none", "fails"):
+        assert archived == 0
     messages = built.messages
     assert built.tokens == sum(message_tokens(m, _chars) for m in messages)
     assert built.over_limit == (built.tokens > limit)
