@@ -15,7 +15,15 @@ the last connection error, not only "timeout".
 `busy_timeout_ms` becomes `lock_timeout` (waiting for another writer's row lock) and
 `statement_timeout` (at least one second: a statement holding no lock still needs time to
 run); the wait for a pooled connection uses the same timeout, also at least one second.
-Past any of them: `StorageBusyError`.
+Past any of them: `StorageBusyError`. Where those settings live (on the connection, or in
+each transaction behind a transaction pooler) is `sessions.ConnectionSettings`' concern.
+
+Clusters: the DSN may name several hosts (`target_session_attrs=read-write`); a failover
+is one more server that went away (its connections are dropped and reopened through the
+DSN, which finds the new primary), and a connection to a primary demoted under it is
+dropped on its first refused write. A connection lost while a write was committing is
+`CommitUnknownError`, never a plain busy error: the write may be stored. With a read DSN,
+`read()` and `snapshot()` outside atomic() use pools of their own to it.
 """
 
 from __future__ import annotations
