@@ -31,6 +31,7 @@ import sqlmem
 import sqlmem.postgres as sp
 
 FACTS = 2_000
+APPENDS = 600  # per measurement: one thread, then four threads of a quarter each
 WORDS = [f"w{i}" for i in range(2_000)] + ["dog", "cat", "memory", "agent"] * 40
 
 
@@ -66,7 +67,7 @@ def measure(name: str, dsn: str, **options: Any) -> None:
     from pgserver import new_agent_id
 
     with sp.open(dsn, new_agent_id(), pool_size=4, **options) as db:
-        one, four = _appends(db, 1, 300), _appends(db, 4, 150)
+        one, four = _appends(db, 1, APPENDS // 2), _appends(db, 4, APPENDS // 8)
         p50 = _search_p50(db, random.Random(7))
     print(f"{name:<22} appends/s 1 thread {one:6.0f}, 4 threads {four:6.0f}; "
           f"fact search p50 {p50:6.2f} ms", flush=True)  # fmt: skip
@@ -166,7 +167,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         bouncer = PgBouncer.start(str(server.socket_dir), server.port, pool_size=20)
         cluster = AutoFailoverCluster.start()
-        print(f"{FACTS} facts per agent; appends: 1 thread x 300, 4 threads x 150", flush=True)
+        print(f"{FACTS} facts per agent; appends: 1 thread x {APPENDS // 2}, 4 threads x "
+              f"{APPENDS // 8}", flush=True)  # fmt: skip
         measure("one server", server.dsn)
         measure("PgBouncer (txn pool)", bouncer.dsn, transaction_pooler=True)
         measure("cluster (sync standby)", cluster.dsn())
