@@ -16,6 +16,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from .errors import (
+    CommitUnknownError,
     CorruptDatabaseError,
     DocumentNotFoundError,
     EditMismatchError,
@@ -169,6 +170,7 @@ __all__ = [
     "AgentMemoryConfig",
     "BuiltContext",
     "CheckReport",
+    "CommitUnknownError",
     "CompactionResult",
     "Compactor",
     "ConsolidationResult",

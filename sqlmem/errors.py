@@ -15,6 +15,7 @@ from contextlib import contextmanager
 import apsw
 
 __all__ = [
+    "CommitUnknownError",
     "CorruptDatabaseError",
     "DocumentNotFoundError",
     "EditMismatchError",
@@ -77,6 +78,14 @@ class StoreClosedError(SqlmemError, RuntimeError):
 
 class StorageBusyError(SqlmemError):
     """Another writer held the database for longer than the busy timeout."""
+
+
+class CommitUnknownError(StorageBusyError):
+    """The connection to the database server was lost while a write was committing, so
+    whether it is stored cannot be known from here (a server crash or failover at that
+    instant). Unlike every other `StorageBusyError`, writing it again may store it twice:
+    read it back first (the session's last messages, the fact by id, the document's
+    revision), then write what is missing."""
 
 
 class MigrationError(SqlmemError):

@@ -51,11 +51,29 @@ class PostgresBackend:
     Nothing connects before the first agent is opened; migrations run then, once.
     `embedder` (SPEC 17): one embedder for every agent's facts (vectors, modes "vector"
     and "hybrid").
+
+    A cluster: `dsn` may name several hosts
+    (`postgresql://h1,h2/db?target_session_attrs=read-write`); writes then go to whichever
+    is the primary, and after a failover the pools reconnect to the new one by themselves.
+    `read_dsn` (optional): reads and searches outside `atomic()` go there (a standby):
+    they may miss the latest writes, by the standby's replay lag. `transaction_pooler`:
+    `dsn` leads to PgBouncer (or another pooler) in transaction mode; no session state is
+    then kept between transactions.
     """
 
-    def __init__(self, dsn: str, pool_size: int = 10, *, embedder: Any = None) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        pool_size: int = 10,
+        *,
+        embedder: Any = None,
+        read_dsn: str | None = None,
+        transaction_pooler: bool = False,
+    ) -> None:
         self._embedder = check_embedder(embedder)
-        self._pools = Pools(dsn, pool_size)
+        self._pools = Pools(
+            dsn, pool_size, read_dsn=read_dsn, transaction_pooler=transaction_pooler
+        )
 
     def __repr__(self) -> str:
         return f"<PostgresBackend pool_size={self._pools.pool_size}>"
@@ -208,16 +226,20 @@ def open(
     *,
     embedder: Any = None,
     pool_size: int = 4,
+    read_dsn: str | None = None,
+    transaction_pooler: bool = False,
 ) -> PostgresDB:
     """Open `agent_id`'s memory in the PostgreSQL database at `dsn` (migrating it if needed).
 
     The database gets its own small pool (`pool_size`); for many agents in one
     process, share one `PostgresBackend` instead. `embedder` (SPEC 17): vectors of every
-    fact written, and search modes "vector" and "hybrid".
+    fact written, and search modes "vector" and "hybrid". `dsn` may name several hosts,
+    `read_dsn` a standby for reads, `transaction_pooler` a PgBouncer in transaction mode
+    (as for `PostgresBackend`).
     """
     validate_agent_id(agent_id)
     check_embedder(embedder)  # refused before anything connects
-    pools = Pools(dsn, pool_size)
+    pools = Pools(dsn, pool_size, read_dsn=read_dsn, transaction_pooler=transaction_pooler)
     try:
         return PostgresDB(pools, agent_id, config, owns_pools=True, embedder=embedder)
     except BaseException:

@@ -15,7 +15,15 @@ the last connection error, not only "timeout".
 `busy_timeout_ms` becomes `lock_timeout` (waiting for another writer's row lock) and
 `statement_timeout` (at least one second: a statement holding no lock still needs time to
 run); the wait for a pooled connection uses the same timeout, also at least one second.
-Past any of them: `StorageBusyError`.
+Past any of them: `StorageBusyError`. Where those settings live (on the connection, or in
+each transaction behind a transaction pooler) is `sessions.ConnectionSettings`' concern.
+
+Clusters: the DSN may name several hosts (`target_session_attrs=read-write`); a failover
+is one more server that went away (its connections are dropped and reopened through the
+DSN, which finds the new primary), and a connection to a primary demoted under it is
+dropped on its first refused write. A connection lost while a write was committing is
+`CommitUnknownError`, never a plain busy error: the write may be stored. With a read DSN,
+`read()` and `snapshot()` outside atomic() use pools of their own to it.
 """
 
 from __future__ import annotations
@@ -28,65 +36,85 @@ from typing import Any
 
 import psycopg
 import psycopg_pool
+from psycopg import errors as pg
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StorageBusyError, StoreClosedError
-from .errors import map_error, translate
+from .errors import commit_unknown, map_error, translate
 from .migrations import apply_migrations
+from .sessions import ConnectionSettings
 
 __all__ = ["Engine", "Pools"]
 
 Conn = psycopg.Connection[Any]
+Pool = psycopg_pool.ConnectionPool[Conn]
 
 #: Seconds a pool keeps retrying one lost connection (back-off 1 s, 2 s, ...) before it
 #: gives the slot up; the next call that needs a connection then opens one at once.
 _RECONNECT_S = 5.0
 
 
-def _options(busy_ms: int) -> str:
-    lock = max(1, busy_ms)  # 0 would mean "wait forever" to PostgreSQL
-    statement = max(1000, busy_ms)
-    return f"-c lock_timeout={lock} -c statement_timeout={statement} -c TimeZone=UTC"
-
-
 class Pools:
-    """Bounded connection pools to one database, shared by every agent resolved through it."""
+    """Bounded connection pools to one database, shared by every agent resolved through it.
 
-    def __init__(self, dsn: str, pool_size: int) -> None:
-        if not isinstance(dsn, str) or not dsn:
-            raise InvalidArgumentError("dsn must be a non-empty connection string")
+    `read_dsn` (optional): a standby (or several hosts) that reads and searches go to,
+    with pools of their own. `transaction_pooler`: the DSNs lead to a pooler in
+    transaction mode (`sqlmem.postgres.sessions`).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        pool_size: int,
+        *,
+        read_dsn: str | None = None,
+        transaction_pooler: bool = False,
+    ) -> None:
+        for name, value in (("dsn", dsn), ("read_dsn", read_dsn)):
+            if (value is not None or name == "dsn") and (not isinstance(value, str) or not value):
+                raise InvalidArgumentError(f"{name} must be a non-empty connection string")
         if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
             raise InvalidArgumentError(f"pool_size must be an int >= 1, got {pool_size!r}")
+        if not isinstance(transaction_pooler, bool):
+            raise InvalidArgumentError("transaction_pooler must be True or False")
         self.dsn = dsn
+        self.read_dsn = read_dsn
         self.pool_size = pool_size
-        self._pools: dict[int, psycopg_pool.ConnectionPool[Conn]] = {}
+        self.transaction_pooler = transaction_pooler
+        self._pools: dict[tuple[int, bool], Pool] = {}
         self._migrated = False
-        #: The latest failed attempt to connect, None once one succeeds (`_recording`).
+        #: The latest failed attempt to connect (to the primary, to the read DSN), None
+        #: once one succeeds (`_recording`).
         self.unreachable: psycopg.OperationalError | None = None
-        self._connection_class = _recording(self)
+        self.replica_unreachable: psycopg.OperationalError | None = None
         self._lock = threading.Lock()
         self.closed = False
 
-    def pool(self, busy_ms: int) -> psycopg_pool.ConnectionPool[Conn]:
+    def settings(self, busy_ms: int) -> ConnectionSettings:
+        return ConnectionSettings(busy_ms, self.transaction_pooler)
+
+    def pool(self, busy_ms: int, *, replica: bool = False) -> Pool:
+        """The pool of connections with this busy timeout, to the primary or (`replica`)
+        to the read DSN."""
         with self._lock:
             if self.closed:
                 raise StoreClosedError("PostgreSQL backend is closed")
-            pool = self._pools.get(busy_ms)
+            pool = self._pools.get((busy_ms, replica))
             if pool is None:
                 pool = psycopg_pool.ConnectionPool(
-                    self.dsn,
+                    (self.read_dsn or self.dsn) if replica else self.dsn,
                     min_size=1,
                     max_size=self.pool_size,
-                    kwargs={"autocommit": True, "options": _options(busy_ms)},
-                    connection_class=self._connection_class,
+                    kwargs=self.settings(busy_ms).connect_kwargs(),
+                    connection_class=_recording(self, replica),
                     timeout=max(busy_ms, 1000) / 1000,
                     reconnect_timeout=_RECONNECT_S,
-                    name="sqlmem",
+                    name="sqlmem-read" if replica else "sqlmem",
                     open=False,
                 )
                 with translate("PostgreSQL"):
                     pool.open(wait=False)
-                self._pools[busy_ms] = pool
+                self._pools[(busy_ms, replica)] = pool
             return pool
 
     def migrate(self, busy_ms: int) -> None:
@@ -95,13 +123,17 @@ class Pools:
             return
         # A connection of its own: a wrong DSN or a server that is down then fails now with
         # the server's own words, not as a pool wait running out.
+        settings = self.settings(busy_ms)
         try:
-            conn = psycopg.connect(
-                self.dsn, autocommit=True, options=_options(busy_ms), connect_timeout=10
-            )
+            conn = psycopg.connect(self.dsn, connect_timeout=10, **settings.connect_kwargs())
         except psycopg.ProgrammingError as exc:  # raised for a DSN it cannot parse
             raise InvalidArgumentError(f"dsn: {exc}") from exc
         except psycopg.Error as exc:
+            if "unsupported startup parameter" in str(exc):  # PgBouncer refuses `options`
+                raise InvalidArgumentError(
+                    f"dsn: {str(exc).strip()}; behind a pooler in transaction mode (PgBouncer) "
+                    "pass transaction_pooler=True"
+                ) from exc
             raise map_error(exc, "PostgreSQL") from exc
         with translate("PostgreSQL"), conn:
             apply_migrations(conn, "PostgreSQL")
@@ -115,8 +147,9 @@ class Pools:
             pool.close()
 
 
-def _recording(pools: Pools) -> type[Conn]:
+def _recording(pools: Pools, replica: bool) -> type[Conn]:
     """A connection class that tells `pools` whether the server could be reached."""
+    attribute = "replica_unreachable" if replica else "unreachable"
 
     class Recording(psycopg.Connection[Any]):
         @classmethod
@@ -124,9 +157,9 @@ def _recording(pools: Pools) -> type[Conn]:
             try:
                 conn = super().connect(*args, **kwargs)
             except psycopg.OperationalError as exc:
-                pools.unreachable = exc
+                setattr(pools, attribute, exc)
                 raise
-            pools.unreachable = None
+            setattr(pools, attribute, None)
             return conn
 
     return Recording
@@ -140,45 +173,56 @@ class Engine:
         self.agent_id = agent_id
         self.config = config
         self.closed = False
+        self._context = f"PostgreSQL agent {agent_id}"
         # At least a second: opening a connection (~10 ms, more under load) is not a busy
         # database, and busy_timeout_ms=0 must not make every first call fail.
         self._timeout = max(config.busy_timeout_ms, 1000) / 1000
-        with translate(f"PostgreSQL agent {agent_id}"):
+        self._settings = pools.settings(config.busy_timeout_ms)
+        with translate(self._context):
             pools.migrate(config.busy_timeout_ms)
             self._pool = pools.pool(config.busy_timeout_ms)
+            self._read_pool = (
+                pools.pool(config.busy_timeout_ms, replica=True) if pools.read_dsn else None
+            )
         self._pinned = threading.local()  # the connection of this thread's atomic() block
 
     @contextmanager
-    def _connection(self) -> Iterator[Conn]:
+    def _connection(self, *, replica: bool = False) -> Iterator[Conn]:
         if self.closed:
             raise StoreClosedError(f"PostgreSQL store of agent {self.agent_id!r} is closed")
         pinned: Conn | None = getattr(self._pinned, "conn", None)
         if pinned is not None:  # inside atomic(): every call of this thread uses its one
-            with translate(f"PostgreSQL agent {self.agent_id}"):
+            with translate(self._context):
                 yield pinned
             return
-        with translate(f"PostgreSQL agent {self.agent_id}"):
-            conn = self._checked_out()
+        pool = self._read_pool if replica and self._read_pool is not None else self._pool
+        with translate(self._context):
+            conn = self._checked_out(pool, replica=pool is self._read_pool)
             try:
                 yield conn
+            except pg.ReadOnlySqlTransaction:
+                # A primary demoted under us: drop the connection, so the next one is
+                # opened where the DSN now finds the primary.
+                conn.close()
+                raise
             finally:
-                self._pool.putconn(conn)  # a broken one is discarded and replaced
+                pool.putconn(conn)  # a broken one is discarded and replaced
 
-    def _checked_out(self) -> Conn:
+    def _checked_out(self, pool: Pool, *, replica: bool) -> Conn:
         """A pooled connection that answers. Killed idle connections (a server restart,
-        pg_terminate_backend) are each tried once, discarded and skipped at once: the
-        pool's own check waits 1 s, 2 s, 4 s... between broken ones, so a pool of 8 dead
-        connections used to outlast the busy timeout."""
+        pg_terminate_backend, a failover) are each tried once, discarded and skipped at
+        once: the pool's own check waits 1 s, 2 s, 4 s... between broken ones, so a pool
+        of 8 dead connections used to outlast the busy timeout."""
         deadline = time.monotonic() + self._timeout
         while True:
             try:
-                conn = self._pool.getconn(max(deadline - time.monotonic(), 0.001))
+                conn = pool.getconn(max(deadline - time.monotonic(), 0.001))
             except psycopg_pool.PoolTimeout:
-                down = self.pools.unreachable
+                down = self.pools.replica_unreachable if replica else self.pools.unreachable
                 if down is None:
                     raise  # a busy pool: translate() says so
                 raise StorageBusyError(
-                    f"PostgreSQL agent {self.agent_id}: database unreachable, no connection "
+                    f"{self._context}: database unreachable, no connection "
                     f"within the busy timeout (last attempt: {str(down).strip()}); "
                     "nothing was written, the store reconnects by itself"
                 ) from down
@@ -186,41 +230,80 @@ class Engine:
                 conn.execute("")
                 return conn
             except psycopg.Error:
-                self._pool.putconn(conn)
+                pool.putconn(conn)
                 if time.monotonic() >= deadline:
                     raise
 
     @contextmanager
     def write(self) -> Iterator[Conn]:
-        """One transaction: committed when the block ends, rolled back on any exception."""
-        with self._connection() as conn, conn.transaction():
-            yield conn
+        """One transaction: committed when the block ends, rolled back on any exception.
+
+        Losing the connection while the body runs leaves nothing written (the server rolls
+        back a transaction whose client is gone): `StorageBusyError`. Losing it during
+        COMMIT leaves the outcome unknown: `CommitUnknownError`, never a silent retry."""
+        if self.in_atomic:  # a savepoint of the block's transaction
+            with self._connection() as conn, conn.transaction():
+                yield conn
+            return
+        with self._connection() as conn:
+            committing = False
+            try:
+                with conn.transaction():
+                    self._settings.begin(conn)
+                    yield conn
+                    committing = True
+            except psycopg.Error as exc:
+                if committing and conn.closed:
+                    raise commit_unknown(exc, self._context) from exc
+                raise
 
     @contextmanager
     def write_one(self) -> Iterator[Conn]:
         """For a write that is ONE statement (its data-modifying CTEs make it whole): in
         autocommit that statement is its own transaction, so no BEGIN and COMMIT round
-        trips; inside atomic() a savepoint of the block's transaction, as `write`."""
-        if self.in_atomic:
+        trips; inside atomic() a savepoint of the block's transaction, as `write`; behind
+        a transaction pooler a transaction of its own, as `write` (its timeouts are set in
+        it).
+
+        The connection dropped without a word from the server (killed, a network
+        failure) while the statement ran: its commit may have happened, so
+        `CommitUnknownError`. A server that ends the session with an error instead (a
+        fast shutdown, a terminated backend) has rolled the statement back: that error
+        arrives in place of the statement's completion, as a plain `StorageBusyError`."""
+        if self.in_atomic or self._settings.per_transaction:
             with self.write() as conn:
                 yield conn
             return
         with self._connection() as conn:
-            yield conn
+            try:
+                yield conn
+            except psycopg.Error as exc:
+                if conn.closed and exc.sqlstate is None:
+                    raise commit_unknown(exc, self._context) from exc
+                raise
 
     @contextmanager
     def read(self) -> Iterator[Conn]:
-        """A connection in autocommit: each statement reads its own consistent snapshot."""
-        with self._connection() as conn:
+        """A connection in autocommit: each statement reads its own consistent snapshot.
+        With a read DSN (outside atomic()), a connection to it: what it returns may lag
+        the primary by the standby's replay delay. Behind a transaction pooler, a
+        read-committed transaction (each statement still reads its own snapshot)."""
+        if self._settings.per_transaction and not self.in_atomic:
+            with self._connection(replica=True) as conn, conn.transaction():
+                self._settings.begin(conn)
+                yield conn
+            return
+        with self._connection(replica=True) as conn:
             yield conn
 
     @contextmanager
     def snapshot(self) -> Iterator[Conn]:
         """Several statements reading one snapshot (a read-only repeatable-read transaction;
         inside atomic(), the block's own transaction, which sees its writes)."""
-        with self._connection() as conn, conn.transaction():
+        with self._connection(replica=True) as conn, conn.transaction():
             if getattr(self._pinned, "conn", None) is None:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                self._settings.begin(conn)
             yield conn
 
     @property
@@ -230,10 +313,11 @@ class Engine:
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
-        """SPEC 20: one transaction on one pooled connection pinned to this thread for the
-        block; the stores' calls inside run on it (their own transactions become
-        savepoints, reads see the block's writes), nested blocks are savepoints. Committed
-        when the outermost block ends, rolled back when it raises."""
+        """One transaction on one pooled connection pinned to this thread for the block;
+        the stores' calls inside run on it (their own transactions become savepoints,
+        reads see the block's writes, and go to the primary even with a read DSN), nested
+        blocks are savepoints. Committed when the outermost block ends, rolled back when
+        it raises."""
         if getattr(self._pinned, "conn", None) is not None:
             with self.write():  # a savepoint of the block's transaction
                 yield

@@ -5,7 +5,9 @@ exception leaves the package, and the original is kept as `__cause__`. Waiting t
 (a lock past `lock_timeout`, a statement past `statement_timeout`, no pooled connection
 within the busy timeout, a deadlock or serialization failure) and a server that is down,
 restarting or dropped the connection are all `StorageBusyError`: the same call can succeed
-later, with nothing half written (each write is one transaction).
+later, with nothing half written (each write is one transaction). One case differs: the
+connection lost while a write was committing (`commit_unknown`, a `CommitUnknownError`):
+the write may be stored, so repeating it blindly could store it twice.
 """
 
 from __future__ import annotations
@@ -17,9 +19,15 @@ import psycopg
 import psycopg_pool
 from psycopg import errors as pg
 
-from ..errors import InvalidArgumentError, SqlmemError, StorageBusyError, StoreClosedError
+from ..errors import (
+    CommitUnknownError,
+    InvalidArgumentError,
+    SqlmemError,
+    StorageBusyError,
+    StoreClosedError,
+)
 
-__all__ = ["map_error", "translate"]
+__all__ = ["commit_unknown", "map_error", "translate"]
 
 # SQLSTATE classes: 54 program limit exceeded (a tsvector over 1 MB), 22 data exception.
 _TOO_BIG = ("54",)
@@ -36,6 +44,11 @@ def map_error(exc: BaseException, context: str) -> SqlmemError:
         mapped = StorageBusyError(f"{where}no database connection within the busy timeout ({exc})")
     elif isinstance(exc, (pg.LockNotAvailable, pg.QueryCanceled)):
         mapped = StorageBusyError(f"{where}database is busy (lock or statement timeout: {exc})")
+    elif isinstance(exc, pg.ReadOnlySqlTransaction):  # a standby, or a demoted primary
+        mapped = StorageBusyError(
+            f"{where}database server is read-only (a standby, or a primary being switched "
+            f"over: {exc}); nothing was written, the store reconnects to the primary"
+        )
     elif isinstance(exc, (pg.DeadlockDetected, pg.SerializationFailure)):
         mapped = StorageBusyError(f"{where}database is busy (concurrent writers: {exc})")
     elif isinstance(exc, psycopg.Error) and (exc.sqlstate or "")[:2] in _TOO_BIG:
@@ -48,6 +61,17 @@ def map_error(exc: BaseException, context: str) -> SqlmemError:
         )
     else:
         mapped = SqlmemError(f"{where}{type(exc).__name__}: {exc}")
+    mapped.__cause__ = exc
+    return mapped
+
+
+def commit_unknown(exc: BaseException, context: str) -> CommitUnknownError:
+    """The error for a connection lost while its write was committing, `exc` as cause."""
+    where = f"{context}: " if context else ""
+    mapped = CommitUnknownError(
+        f"{where}connection lost while the write was committing ({str(exc).strip()}); it may "
+        "or may not be stored: read it back before writing it again"
+    )
     mapped.__cause__ = exc
     return mapped
 

@@ -115,7 +115,9 @@ def test_restart_during_a_four_process_append_storm_loses_nothing(
         assert _started_at(server.dsn) != started  # the server did restart mid-storm
 
         failures = [f for r in reports for f in r["failures"]]
-        assert all(name == "StorageBusyError" for _, name, _ in failures), failures
+        # CommitUnknownError (a StorageBusyError) only when the restart cut a COMMIT short.
+        busy = ("StorageBusyError", "CommitUnknownError")
+        assert all(name in busy for _, name, _ in failures), failures
         assert not [f for f in failures if f[0].startswith("psycopg")]
         acked = [tuple(a) for r in reports for a in r["acked"]]
         assert len(acked) == PROCESSES * THREADS * PER_THREAD  # every call succeeded at last
