@@ -29,6 +29,7 @@ from typing import Protocol
 from ..errors import InvalidArgumentError
 from ..protocols import HistoryStore
 from ..records import Message
+from ..rules.async_guard import refuse_async
 from ..rules.window import drop_leading_tool_results
 from .compactor import CompactionResult, Compactor, Summarizer, message_tokens
 from .tokens import Estimator, estimate_tokens
@@ -78,6 +79,7 @@ class ContextWindow:
         summarizer: Summarizer | None = None,
         estimator: Estimator | None = None,
     ) -> None:
+        refuse_async(history, "ContextWindow", "sqlmem.aio.ContextWindow")
         self.max_input_tokens = _positive("max_input_tokens", max_input_tokens)
         if (
             isinstance(trigger_ratio, bool)
