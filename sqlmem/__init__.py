@@ -10,6 +10,8 @@ summaries and full-text search) and long-term facts searched with FTS5 and ranke
         db.facts.search("what is my dog's name?")
 """
 
+# ruff: noqa: I001 - the re-exports below are one `from m import (A as A, ...)` per module
+# (the repository's import sorting would split each `as` import into a statement of its own)
 from __future__ import annotations
 
 import importlib

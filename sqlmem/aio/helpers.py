@@ -23,24 +23,19 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
+from .. import context as sync_helpers
+from .. import tools as sync_tools
 from ..context import (
     BuiltContext,
     CompactionResult,
     ConsolidationResult,
-    Consolidator as SyncConsolidator,
-    ContextWindow as SyncContextWindow,
     ExtractionOutcome,
     MemoryPack,
     PackConfig,
-    WorkspaceExtractor as SyncWorkspaceExtractor,
-    build_memory_pack as sync_build_memory_pack,
-    consolidate_daily_notes as sync_consolidate_daily_notes,
-    inject_memory as sync_inject_memory,
 )
 from ..context.tokens import Estimator
 from ..errors import SqlmemError, StoreClosedError
 from ..records import Message
-from ..tools import GROUPS, MemoryTools as SyncMemoryTools
 from ..tools.core import SpecStyle
 from .db import AsyncMemoryDB
 from .handles import AsyncHelper
@@ -166,7 +161,7 @@ async def build_memory_pack(
 ) -> MemoryPack:
     """`sqlmem.build_memory_pack`, awaited (`store`: async fact stores, or sync ones)."""
     sync_store = sync_of(store)
-    call = functools.partial(sync_build_memory_pack, sync_store, query, config, now=now)
+    call = functools.partial(sync_helpers.build_memory_pack, sync_store, query, config, now=now)
     return await off_loop(_runner_of(store), call)
 
 
@@ -180,7 +175,7 @@ async def inject_memory(
 ) -> str:
     """`sqlmem.inject_memory`, awaited."""
     call = functools.partial(
-        sync_inject_memory, sync_of(store), query, max_facts=max_facts,
+        sync_helpers.inject_memory, sync_of(store), query, max_facts=max_facts,
         max_tokens=max_tokens, estimator=estimator,
     )  # fmt: skip
     return await off_loop(_runner_of(store), call)
@@ -189,7 +184,7 @@ async def inject_memory(
 async def consolidate_daily_notes(db: Any, complete: Any, *, days: int = 7) -> ConsolidationResult:
     """`sqlmem.consolidate_daily_notes`, awaited; `complete` sync or async."""
     call = functools.partial(
-        sync_consolidate_daily_notes, sync_of(db), model_bridge(complete), days=days
+        sync_helpers.consolidate_daily_notes, sync_of(db), model_bridge(complete), days=days
     )
     return await off_loop(_runner_of(db), call)
 
@@ -224,7 +219,7 @@ class _Wrapped(AsyncHelper):
 class ContextWindow(_Wrapped):
     """`sqlmem.ContextWindow` over an async history (or database), awaited."""
 
-    _sync_class = SyncContextWindow
+    _sync_class = sync_helpers.ContextWindow
 
     async def build(
         self,
@@ -246,7 +241,7 @@ class ContextWindow(_Wrapped):
 class Consolidator(_Wrapped):
     """`sqlmem.Consolidator(adb, complete, ...)`, awaited; `complete` sync or async."""
 
-    _sync_class = SyncConsolidator
+    _sync_class = sync_helpers.Consolidator
 
     async def maybe_consolidate(self, session_id: str) -> ConsolidationResult:
         result: ConsolidationResult = await self._run(self.sync.maybe_consolidate, session_id)
@@ -257,7 +252,7 @@ class WorkspaceExtractor(_Wrapped):
     """`sqlmem.WorkspaceExtractor(adb, complete, ...)`, awaited; `complete` sync or
     async."""
 
-    _sync_class = SyncWorkspaceExtractor
+    _sync_class = sync_helpers.WorkspaceExtractor
 
     async def run(self, session_id: str, **options: Any) -> ExtractionOutcome:
         result: ExtractionOutcome = await self._run(self.sync.run, session_id, **options)
@@ -268,10 +263,12 @@ class MemoryTools(AsyncHelper):
     """`sqlmem.MemoryTools(adb)`: `specs()` and `call()` awaited; `call` never raises,
     as the sync one."""
 
-    sync: SyncMemoryTools
+    sync: sync_tools.MemoryTools
 
-    def __init__(self, db: Any, *, groups: Iterable[str] = GROUPS, read_only: bool = False) -> None:
-        self.sync = SyncMemoryTools(sync_of(db), groups=groups, read_only=read_only)
+    def __init__(
+        self, db: Any, *, groups: Iterable[str] = sync_tools.GROUPS, read_only: bool = False
+    ) -> None:
+        self.sync = sync_tools.MemoryTools(sync_of(db), groups=groups, read_only=read_only)
         self._runner = _runner_of(db)
 
     @property

@@ -11,7 +11,8 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
-from ..sqlite.db import MemoryDB, open as open_db, resolve_path
+from ..sqlite.db import MemoryDB, resolve_path
+from ..sqlite.db import open as open_db
 from ..sqlite.migrations import latest_version
 from .memory_commands import load_embedder
 from .opening import CommandError, existing_path, open_existing, schema_version

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..doc_records import DocumentInfo
 from ..errors import map_os_error
-from ..sqlite.db import MemoryDB, open as open_db, resolve_path
+from ..sqlite.db import MemoryDB, resolve_path
+from ..sqlite.db import open as open_db
 from .opening import CommandError, open_existing
 from .output import Output, human_bytes, preview
 

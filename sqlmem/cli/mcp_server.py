@@ -28,7 +28,8 @@ from typing import Any
 
 from .. import __version__
 from ..config import StoreConfig
-from ..sqlite.db import MemoryDB, open as sqlmem_open, resolve_path
+from ..sqlite.db import MemoryDB, resolve_path
+from ..sqlite.db import open as sqlmem_open
 from .opening import CommandError, open_existing
 from .output import Output
 

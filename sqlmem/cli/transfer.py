@@ -26,7 +26,8 @@ from typing import IO, Any
 from ..rules.export_format import read_export, write_jsonl
 from ..sqlite.backup import same_file
 from ..sqlite.connection import FILE_MODE, ensure_folder
-from ..sqlite.db import open as open_db, resolve_path
+from ..sqlite.db import open as open_db
+from ..sqlite.db import resolve_path
 from ..sqlite.export import export_records
 from ..sqlite.importer import import_stream
 from .opening import CommandError, open_existing

@@ -47,7 +47,8 @@ from ..rules.items import (
 )
 from ..rules.rows import facts_from_rows
 from ..search.query import MAX_QUERY_TERMS, compiler_for
-from . import facts_sql as sql, items
+from . import facts_sql as sql
+from . import items
 from .codec import decode, encode
 from .engine import Conn, Engine
 from .fact_params import decoded, filter_params, rarest, row_params

@@ -56,7 +56,8 @@ from ..rules.export_format import (
 from ..rules.filters import prepare_fact
 from ..rules.import_batches import write_in_batches
 from ..rules.rows import facts_from_rows
-from . import facts_sql, transfer_sql as sql, vectors_sql
+from . import facts_sql, vectors_sql
+from . import transfer_sql as sql
 from .codec import decode, encode
 from .corpus_sql import LOCK_CORPUS, MESSAGES, UPDATE_STATS
 from .docs_sql import DOCUMENTS

@@ -18,7 +18,8 @@ from ..rules.filters import FactRow
 from ..rules.rows import facts_from_rows
 from ..search.embedding import Embedding
 from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
-from . import facts_sql, vectors_sql as sql
+from . import facts_sql
+from . import vectors_sql as sql
 from .codec import decode, encode
 from .engine import Conn, Engine
 

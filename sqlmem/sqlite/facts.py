@@ -97,7 +97,8 @@ from ..search.query import (
     compiler_for,
     phrases,
 )
-from . import facts_sql as sql, items
+from . import facts_sql as sql
+from . import items
 from .engine import Engine
 from .fts_any import AnyShortcut, capped_terms
 
