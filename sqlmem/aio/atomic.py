@@ -110,9 +110,13 @@ class _Worker:
         self._thread.start()
 
     def abandon(self) -> None:
-        """Roll back whatever is still open (the database is closing); the thread ends."""
+        """Roll back whatever is still open (the database is closing) and wait until
+        the thread has ended (a call it is running finishes first), so the database
+        closes after the rollback, never under it."""
         if not self.finished:
             self.queue.put(_Exit(self.first, rollback=True))
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _serve(self) -> None:
         try:
@@ -275,6 +279,8 @@ class AsyncAtomic:
         assert self._level is not None
         done = _Exit(self._level, rollback=exc_type is not None)
         block.worker.queue.put(done)
+        if block.worker.finished:  # the database closed the block meanwhile: answered now
+            block.worker.drain()
         try:
             await _settle(done)
         finally:

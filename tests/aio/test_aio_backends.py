@@ -5,6 +5,7 @@ awaited writes (each write either committed or refused with StoreClosedError).""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -269,3 +270,63 @@ def test_an_async_database_wraps_any_database() -> None:
         assert not twin.closed  # not ours to close
 
     _run(main)
+
+
+def test_a_block_that_cannot_begin_raises_busy_and_leaks_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    config = sqlmem.StoreConfig(busy_timeout_ms=100)
+    holder = sqlmem.open(path, config)
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_write_lock() -> None:
+        with holder.atomic():
+            holder.history.append("s", _user("held"))
+            held.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=hold_the_write_lock)
+    thread.start()
+    held.wait(10)
+
+    async def main() -> None:
+        async with await sqlmem.aio.open(path, config) as adb:
+            with pytest.raises(sqlmem.StorageBusyError):
+                async with adb.atomic():
+                    raise AssertionError("the block never begins")
+            release.set()
+            await asyncio.to_thread(thread.join)
+            async with adb.atomic():  # nothing left behind: the next block begins
+                await adb.history.append("s", _user("later"))
+            assert await adb.history.count("s") == 2
+
+    try:
+        _run(main)
+    finally:
+        release.set()
+        thread.join()
+        holder.close()
+
+
+def test_aclose_rolls_back_a_block_left_open(target: Target) -> None:
+    async def main() -> None:
+        adb = await _open(target)
+        inside, go_on = asyncio.Event(), asyncio.Event()
+
+        async def block() -> None:
+            async with adb.atomic():
+                await adb.history.append("s", _user("never committed"))
+                inside.set()
+                await go_on.wait()
+                await adb.history.append("s", _user("after the close"))
+
+        task = asyncio.create_task(block())
+        await inside.wait()
+        await adb.aclose()
+        go_on.set()
+        with pytest.raises(StoreClosedError):
+            await asyncio.wait_for(task, 10)  # answered, never left waiting
+
+    _run(main)
+    with sqlmem.open(target.target, agent_id=target.agent_id) as db:
+        if target.kind != "memory":  # a fresh twin is a new memory: nothing to look at
+            assert db.history.count("s") == 0
