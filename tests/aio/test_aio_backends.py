@@ -60,6 +60,54 @@ def test_the_same_targets_open_the_same_backends(target: Target) -> None:
     _run(main)
 
 
+def test_every_method_awaited_on_every_backend(target: Target) -> None:
+    async def main() -> None:
+        async with await _open(target) as adb:
+            h, f = adb.history, adb.facts
+            assert await h.append("s", _user("hello apples")) == 1
+            assert await h.append_many("s", [_user("two"), _user("three")]) == [2, 3]
+            assert [m.content for m in await h.get_recent("s", 2)] == ["two", "three"]
+            assert await h.count("s") == 3
+            await h.set_summary("s", "sum")
+            assert await h.get_summary("s") == "sum"
+            assert [m.seq for m in await h.search("apples")] == [1]
+            assert await h.compact("s", keep_last=1) == 2
+            assert len(await h.get_all("s", include_archived=True)) == 3
+            assert await h.sessions() == ["s"]
+            fid = await f.index(Fact(content="The user likes tea", tags=["drink"]))
+            assert await f.index_many([Fact(content="x"), Fact(content="y")])
+            assert (await f.get(fid)).content == "The user likes tea"  # type: ignore[union-attr]
+            assert [x.id for x in await f.search("tea", tags=["drink"])] == [fid]
+            assert await f.tags() == {"drink": 1}
+            assert await f.count() == 3
+            assert len(await f.list(limit=2)) == 2
+            kept = await f.remember(Fact(content="Likes tea.", layer="episodic"))
+            assert await f.remember(Fact(content="likes TEA", layer="episodic")) == kept
+            assert (await f.get(kept)).hits == 2  # type: ignore[union-attr]
+            assert await f.promote_eligible(min_confidence=0.5) == [kept]
+            assert (await f.promote(kept, "procedural")).layer == "procedural"
+            assert await f.expire() == 0
+            await f.delete(kept)
+            await f.delete(fid)
+            with pytest.raises(sqlmem.FactNotFoundError):
+                await f.delete(fid)
+            assert (await adb.stats())["facts"] == 2
+            assert (await adb.check()).ok
+            d = adb.docs
+            assert (await d.write("MEMORY.md", "# Memory\n- tea")).created
+            assert await d.edit("MEMORY.md", "tea", "green tea") == 1
+            assert (await d.read("MEMORY.md")).revision == 2  # type: ignore[union-attr]
+            assert [r.revision for r in await d.revisions("MEMORY.md")] == [1]
+            assert (await d.search("green"))[0].path == "MEMORY.md"
+            assert (await d.render_files()).startswith("--- MEMORY.md ---")
+            assert (await adb.maintain())["expired_facts"] == 0
+            await h.purge("s")
+            assert await h.sessions() == []
+            assert adb.history.sync is adb.sync.history
+
+    _run(main)
+
+
 def test_atomic_commits_the_block_whole(target: Target) -> None:
     async def main() -> None:
         async with await _open(target) as adb:
