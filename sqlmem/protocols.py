@@ -256,7 +256,8 @@ class Database(Protocol):
     together when it ends, or not at all when it raises. `stats()`: counts for monitoring
     (every backend reports `sessions`, `messages_active`, `messages_archived`, `facts`,
     `facts_without_vectors`, `documents`). `maintain()`: periodic care, returning what it
-    did. `close()`: idempotent; later calls raise `StoreClosedError`.
+    did. `close()`: idempotent; later calls raise `StoreClosedError` (the in-memory
+    database, which holds nothing to release, keeps answering).
     """
 
     @property
