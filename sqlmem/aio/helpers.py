@@ -35,12 +35,13 @@ from ..context import (
 )
 from ..context.tokens import Estimator
 from ..errors import SqlmemError, StoreClosedError
+from ..protocols import Database, FactStore
 from ..records import Message
 from ..tools.core import SpecStyle
 from .db import AsyncMemoryDB
 from .handles import AsyncHelper
 from .runner import Runner
-from .stores import AsyncStore
+from .stores import AsyncFactStore, AsyncStore
 
 __all__ = [
     "Consolidator",
@@ -53,6 +54,11 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+#: A fact store the async helpers take: an async one (or a sync one), or several.
+AnyFacts = AsyncFactStore | FactStore | Sequence[AsyncFactStore | FactStore]
+#: A model: `complete(prompt) -> str`, sync or async.
+Model = Callable[[str], str] | Callable[[str], Awaitable[str]]
 
 #: The event loop of the async call a worker thread is serving (for async model calls).
 _serving = threading.local()
@@ -153,7 +159,7 @@ async def off_loop(runner: Runner | None, call: Callable[[], R]) -> R:
 
 
 async def build_memory_pack(
-    store: Any,
+    store: AnyFacts,
     query: str,
     config: PackConfig | None = None,
     *,
@@ -166,7 +172,7 @@ async def build_memory_pack(
 
 
 async def inject_memory(
-    store: Any,
+    store: AnyFacts,
     query: str,
     *,
     max_facts: int = 10,
@@ -181,7 +187,9 @@ async def inject_memory(
     return await off_loop(_runner_of(store), call)
 
 
-async def consolidate_daily_notes(db: Any, complete: Any, *, days: int = 7) -> ConsolidationResult:
+async def consolidate_daily_notes(
+    db: AsyncMemoryDB | Database, complete: Model, *, days: int = 7
+) -> ConsolidationResult:
     """`sqlmem.consolidate_daily_notes`, awaited; `complete` sync or async."""
     call = functools.partial(
         sync_helpers.consolidate_daily_notes, sync_of(db), model_bridge(complete), days=days
@@ -266,7 +274,11 @@ class MemoryTools(AsyncHelper):
     sync: sync_tools.MemoryTools
 
     def __init__(
-        self, db: Any, *, groups: Iterable[str] = sync_tools.GROUPS, read_only: bool = False
+        self,
+        db: AsyncMemoryDB | Database,
+        *,
+        groups: Iterable[str] = sync_tools.GROUPS,
+        read_only: bool = False,
     ) -> None:
         self.sync = sync_tools.MemoryTools(sync_of(db), groups=groups, read_only=read_only)
         self._runner = _runner_of(db)

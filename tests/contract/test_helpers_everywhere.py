@@ -185,7 +185,9 @@ def test_an_async_model_runs_on_the_loop_and_never_blocks_it(
 
         async def slow_model(prompt: str) -> str:
             calls.append(threading.get_ident())
-            await asyncio.sleep(0.05)  # the loop keeps running meanwhile
+            seen = ticks
+            while ticks < seen + 3:  # the loop runs other tasks meanwhile
+                await asyncio.sleep(0.001)
             return model(prompt)
 
         async def ticker() -> None:
@@ -196,7 +198,7 @@ def test_an_async_model_runs_on_the_loop_and_never_blocks_it(
 
         ticking = asyncio.create_task(ticker())
         consolidator = sqlmem.aio.Consolidator(adb, slow_model, memory_window=6, keep_last=2)
-        result = await consolidator.maybe_consolidate("s")
+        result = await asyncio.wait_for(consolidator.maybe_consolidate("s"), 30)
         ticking.cancel()
         await adb.aclose()
         assert result.consolidated
