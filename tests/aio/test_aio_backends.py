@@ -378,3 +378,23 @@ def test_aclose_rolls_back_a_block_left_open(target: Target) -> None:
     with sqlmem.open(target.target, agent_id=target.agent_id) as db:
         if target.kind != "memory":  # a fresh twin is a new memory: nothing to look at
             assert db.history.count("s") == 0
+
+
+def test_sqlite_only_maintenance_says_so_elsewhere(target: Target, tmp_path: Path) -> None:
+    async def main() -> None:
+        async with await _open(target) as adb:
+            await adb.vacuum()  # every shipped backend has one
+            if target.kind == "sqlite":
+                assert adb.path.name == "memory.db"
+                frames, copied = await adb.checkpoint()
+                assert frames == copied
+                assert (await adb.backup(tmp_path / "copy.db")).exists()
+                return
+            with pytest.raises(SqlmemError, match="SQLite"):
+                await adb.checkpoint()
+            with pytest.raises(SqlmemError, match="SQLite"):
+                await adb.backup(tmp_path / "copy.db")
+            with pytest.raises(SqlmemError, match="SQLite"):
+                adb.path  # noqa: B018
+
+    _run(main)
