@@ -398,3 +398,25 @@ def test_sqlite_only_maintenance_says_so_elsewhere(target: Target, tmp_path: Pat
                 adb.path  # noqa: B018
 
     _run(main)
+
+
+def test_nested_blocks_of_concurrent_tasks_take_turns(target: Target) -> None:
+    async def main() -> None:
+        async with await _open(target) as adb:
+
+            async def child(n: int) -> None:
+                try:
+                    async with adb.atomic():
+                        await adb.history.append("s", _user(f"c{n}"))
+                        await asyncio.sleep(0.001)
+                        if n % 2:
+                            raise RuntimeError("undo this child only")
+                except RuntimeError:
+                    pass
+
+            async with adb.atomic():
+                await asyncio.gather(*(child(n) for n in range(10)))
+            contents = [m.content for m in await adb.history.get_all("s")]
+            assert contents == ["c0", "c2", "c4", "c6", "c8"]
+
+    _run(main)
