@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # numpy loads only with the stores that use it
     from .rules.candidates import FactCandidate
 __all__ = [
     "CheckResult",
+    "Closable",
     "Database",
     "DocumentStore",
     "Embedder",
@@ -42,6 +43,7 @@ __all__ = [
     "VectorSearch",
     "has_layered_search",
     "has_vector_search",
+    "is_closed",
 ]
 
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
@@ -269,9 +271,6 @@ class Database(Protocol):
     @property
     def docs(self) -> DocumentStore: ...
 
-    @property
-    def closed(self) -> bool: ...
-
     def atomic(self) -> AbstractContextManager[None]: ...
 
     def stats(self) -> dict[str, Any]: ...
@@ -290,6 +289,19 @@ class Database(Protocol):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """A database that says whether it was closed (every shipped one does)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+
+def is_closed(db: object) -> bool:
+    """Whether `db` says it was closed (False for one that cannot say)."""
+    return isinstance(db, Closable) and db.closed
 
 
 @runtime_checkable

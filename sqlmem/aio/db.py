@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, SqlmemError
-from ..protocols import CheckResult, Database, Embedder
+from ..protocols import CheckResult, Database, Embedder, is_closed
 from .atomic import AsyncAtomic
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ class AsyncMemoryDB:
 
     @property
     def closed(self) -> bool:
-        return self._db.closed
+        return is_closed(self._db)
 
     def atomic(self) -> AsyncAtomic:
         """`async with adb.atomic():` every write awaited inside the block (through this

@@ -41,7 +41,7 @@ from ..errors import (
     map_apsw_error,
     map_os_error,
 )
-from ..protocols import Database, Embedder, FactStore, HistoryStore
+from ..protocols import Database, Embedder, FactStore, HistoryStore, is_closed
 from ..rules.embedder import check_embedder
 from ..sqlite.db import MemoryDB
 from ..sqlite.engine import Engine
@@ -176,7 +176,7 @@ class MemoryFactory:
                     raise StoreClosedError("MemoryFactory is closed")
                 slot = self._slots.get(agent_id)
                 if slot is not None and slot.db is not None:
-                    if not slot.db.closed:
+                    if not is_closed(slot.db):
                         return slot.db
                     # Closed by its user behind our back: forget it and open afresh.
                     self._forget(agent_id, slot)

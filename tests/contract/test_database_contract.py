@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from targets import BACKENDS, Target, backend_target
@@ -149,3 +150,56 @@ def test_a_missing_postgres_extra_names_itself(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(sys.modules, "psycopg", None)  # what an absent package looks like
     with pytest.raises(SqlmemError, match=r"pip install 'sqlmem\[postgres\]'"):
         sqlmem.open("postgresql://x@localhost/y", agent_id="bot")
+
+
+class _Minimal:
+    """A third party's database with exactly the protocol's members (over the twins)."""
+
+    def __init__(self) -> None:
+        self._inner = sqlmem.open(":memory:")
+        self.history, self.facts, self.docs = (
+            self._inner.history,
+            self._inner.facts,
+            self._inner.docs,
+        )
+
+    def atomic(self) -> Any:
+        return self._inner.atomic()
+
+    def stats(self) -> dict[str, Any]:
+        return self._inner.stats()
+
+    def check(self) -> Any:
+        return self._inner.check()
+
+    def maintain(self) -> dict[str, Any]:
+        return self._inner.maintain()
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def __enter__(self) -> _Minimal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def test_a_database_with_just_the_protocols_members_is_one() -> None:
+    import asyncio
+    import json
+
+    import sqlmem.aio
+
+    db = _Minimal()
+    assert isinstance(db, Database)
+    tools = sqlmem.MemoryTools(db)
+    assert "id" in json.loads(tools.call("save_memory", {"content": "The user likes tea"}))
+
+    async def main() -> None:
+        adb = sqlmem.aio.AsyncMemoryDB(db)
+        assert not adb.closed  # it cannot say: taken as open
+        assert [f.content for f in await adb.facts.search("tea")] == ["The user likes tea"]
+        await adb.aclose()
+
+    asyncio.run(main())
