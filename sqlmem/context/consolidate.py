@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
 from ..protocols import Database
 from ..records import Message
-from ..rules.async_guard import refuse_async
+from ..rules.async_guard import refuse_async, refuse_async_model
 from ..rules.doc_render import DAILY_NOTE
 from .compactor import pair_safe_boundary
 from .llm_json import ask_json, bool_field, format_message, one_line, stamp, text_field
@@ -108,6 +108,7 @@ class Consolidator:
         keep_last: int = 10,
     ) -> None:
         refuse_async(db, "Consolidator", "sqlmem.aio.Consolidator(adb, complete)")
+        refuse_async_model(complete, "Consolidator", "sqlmem.aio.Consolidator(adb, complete)")
         if not callable(complete):
             raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
         self.memory_window = _check_int("memory_window", memory_window, 0)
@@ -195,6 +196,7 @@ def consolidate_daily_notes(
     """MateClaw's daily emergence: the last `days` daily notes (by date) and MEMORY.md go to
     the model, which may replace MEMORY.md (a new revision)."""
     refuse_async(db, "consolidate_daily_notes", "sqlmem.aio.consolidate_daily_notes")
+    refuse_async_model(complete, "consolidate_daily_notes", "sqlmem.aio.consolidate_daily_notes")
     if not callable(complete):
         raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
     _check_int("days", days, 1)

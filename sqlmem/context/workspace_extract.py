@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
 from ..protocols import Database
-from ..rules.async_guard import refuse_async
+from ..rules.async_guard import refuse_async, refuse_async_model
 from ..rules.documents import daily_path
 from .llm_json import ask_json, bool_field, format_message, text_field
 
@@ -112,7 +112,9 @@ class WorkspaceExtractor:
         skip_sources: Sequence[str] = ("cron",),
         max_transcript_messages: int = 30,
     ) -> None:
-        refuse_async(db, "WorkspaceExtractor", "sqlmem.aio.WorkspaceExtractor(adb, complete)")
+        form = "sqlmem.aio.WorkspaceExtractor(adb, complete)"
+        refuse_async(db, "WorkspaceExtractor", form)
+        refuse_async_model(complete, "WorkspaceExtractor", form)
         if not callable(complete):
             raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
         self.min_messages = _check_int("min_messages", min_messages)

@@ -9,11 +9,12 @@ can exist then.
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["is_async_handle", "refuse_async"]
+__all__ = ["is_async_handle", "refuse_async", "refuse_async_model"]
 
 
 def is_async_handle(value: object) -> bool:
@@ -33,4 +34,14 @@ def refuse_async(value: object, helper: str, async_form: str) -> None:
         raise InvalidArgumentError(
             f"{helper} was given an async database or store ({type(value).__name__}): "
             f"use {async_form} and await it"
+        )
+
+
+def refuse_async_model(complete: object, helper: str, async_form: str) -> None:
+    """InvalidArgumentError for an `async def` model given to a sync helper: it would
+    answer coroutines, never text."""
+    call = getattr(complete, "__call__", None)  # noqa: B004 - an object's async __call__ too
+    if inspect.iscoroutinefunction(complete) or inspect.iscoroutinefunction(call):
+        raise InvalidArgumentError(
+            f"{helper} was given an async model: use {async_form}, which awaits it"
         )

@@ -253,3 +253,22 @@ def test_sync_helpers_refuse_async_handles_naming_the_async_form(
             await adb.aclose()
 
     asyncio.run(main())
+
+
+def test_sync_helpers_refuse_an_async_model_naming_the_async_form() -> None:
+    async def model_async(prompt: str) -> str:
+        return model(prompt)
+
+    class AsyncModel:
+        async def __call__(self, prompt: str) -> str:
+            return model(prompt)
+
+    with sqlmem.open(":memory:") as db:
+        for complete in (model_async, AsyncModel()):
+            given: Any = complete
+            with pytest.raises(InvalidArgumentError, match=r"sqlmem\.aio\.Consolidator"):
+                sqlmem.Consolidator(db, given)
+            with pytest.raises(InvalidArgumentError, match=r"sqlmem\.aio\.WorkspaceExtractor"):
+                sqlmem.WorkspaceExtractor(db, given)
+            with pytest.raises(InvalidArgumentError, match=r"aio\.consolidate_daily_notes"):
+                sqlmem.consolidate_daily_notes(db, given)
