@@ -29,11 +29,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
-from typing import Protocol
 
 from ..errors import InvalidArgumentError
-from ..protocols import DocumentStore, FactStore, HistoryStore
+from ..protocols import Database
 from ..records import Message
 from .compactor import message_tokens
 from .consolidate import Consolidator
@@ -43,23 +41,7 @@ from .pack_config import PackConfig
 from .tokens import Estimator, estimate_tokens
 from .workspace_extract import WorkspaceExtractor
 
-__all__ = ["AgentDatabase", "AgentMemory"]
-
-
-class AgentDatabase(Protocol):
-    """What a turn needs of a database: its three stores and one transaction across them
-    (`sqlmem.open()`'s, `sqlmem.memory.open()`'s and PostgreSQL's databases qualify)."""
-
-    @property
-    def history(self) -> HistoryStore: ...
-
-    @property
-    def facts(self) -> FactStore: ...
-
-    @property
-    def docs(self) -> DocumentStore: ...
-
-    def atomic(self) -> AbstractContextManager[None]: ...
+__all__ = ["AgentMemory"]
 
 
 #: A reply as `after` takes it: the assistant's text, one message, or several in order
@@ -99,7 +81,7 @@ class AgentMemory:
 
     def __init__(
         self,
-        db: AgentDatabase,
+        db: Database,
         complete: Callable[[str], str],
         *,
         system_prompt: str = "",
@@ -134,7 +116,7 @@ class AgentMemory:
 
     @staticmethod
     def _extractor(
-        db: AgentDatabase, complete: Callable[[str], str], extract: object
+        db: Database, complete: Callable[[str], str], extract: object
     ) -> WorkspaceExtractor | None:
         if isinstance(extract, WorkspaceExtractor):
             if extract.db is not db:
