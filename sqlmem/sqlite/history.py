@@ -19,6 +19,9 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
   segmented text when the content has scripts written without spaces (see
   `sqlmem.search.query.segment`), NULL otherwise.
 * `messages_fts`: FTS5 over the searchable messages, kept in sync by triggers.
+* `message_vectors` (with an embedder; `sqlite.message_vectors`): a vector per message with text,
+  written in the append's transaction after the model ran outside it; forgotten with the
+  message (ON DELETE CASCADE). Search modes "vector" and "hybrid" rank by them.
 
 Search has mode "any" semantics (a message matches when it holds any query word). Like
 fact search, it is the exact OR query on histories under 20,000 messages, for queries
