@@ -238,8 +238,8 @@ class SQLiteHistoryStore:
                     )
                 else:
                     _insert_chunks(conn, pk, first, rows, plain)
-                if prepared:
-                    self._vectors.write(conn, pk, first, prepared)  # type: ignore[union-attr]
+                if prepared and self._vectors is not None:  # the message's own transaction
+                    self._vectors.write(conn, pk, first, prepared)
                 limit = self._config.max_history_len
                 if limit is not None and last - archived - holes > limit:
                     archive(conn, (pk, last, archived, holes), limit, None)
