@@ -112,7 +112,7 @@ ANY_VECTOR = "SELECT 1 FROM message_vectors LIMIT 1"
 #: Export: the live sessions' message vectors, a page at a time, in (session_id, seq) order
 #: like the messages.
 EXPORT_PAGE = """
-SELECT s.session_id, m.seq, v.model, v.dim, v.vector
+SELECT s.session_id, m.seq, v.model, v.dim, v.content_hash, v.vector
 FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
 CROSS JOIN message_vectors AS v ON v.message_pk = m.pk
 WHERE (s.session_id, m.seq) > (?, ?) AND typeof(s.session_id) = 'text'

@@ -17,6 +17,7 @@ from sqlmem import Message, ToolCall
 from sqlmem.embedders import HashEmbedder
 from sqlmem.rules import export_format
 from sqlmem.rules.export_format import ExportFormatError
+from sqlmem.search.vectors import content_key
 from sqlmem.sqlite.export import export_records
 from sqlmem.sqlite.importer import import_lines, import_records
 
@@ -127,6 +128,8 @@ def _message_line(seq: int = 1) -> str:
         ({"session_id": ""}, "session"),
         ({"model": ""}, "model"),
         ({"extra": 1}, "unknown field"),
+        ({"content_hash": "ABC"}, "content_hash"),
+        ({"content_hash": None}, "content_hash"),
     ],
 )
 def test_bad_message_vector_records_are_refused_with_their_line(
@@ -138,6 +141,7 @@ def test_bad_message_vector_records_are_refused_with_their_line(
         "seq": 1,
         "model": "m",
         "dim": 2,
+        "content_hash": content_key("m", "hi"),
         "data": base64.b64encode(b"\0" * 8).decode(),
     }
     record.update(fields)
@@ -148,7 +152,7 @@ def test_bad_message_vector_records_are_refused_with_their_line(
 
 
 def test_unusable_or_orphan_vectors_are_skipped(tmp_path: Path) -> None:
-    def vector(seq: int, values: list[float]) -> str:
+    def vector(seq: int, values: list[float], text: str = "hi") -> str:
         import numpy as np
 
         data = np.array(values, dtype="<f4").tobytes()
@@ -159,17 +163,24 @@ def test_unusable_or_orphan_vectors_are_skipped(tmp_path: Path) -> None:
                 "seq": seq,
                 "model": "m",
                 "dim": len(values),
+                "content_hash": content_key("m", text),
                 "data": base64.b64encode(data).decode(),
             }
         )
 
-    lines = [_header(), _message_line(), vector(1, [0.0, 0.0]), vector(2, [1.0, 0.0])]
+    lines = [
+        _header(),
+        _message_line(),
+        vector(1, [0.0, 0.0]),  # no length
+        vector(2, [1.0, 0.0]),  # no such message
+        vector(1, [1.0, 0.0], text="bye"),  # computed from another text
+    ]
     with sqlmem.open(tmp_path / "a.db") as db:
         counts = import_lines(db, lines)
         assert (counts.messages, counts.message_vectors, counts.message_vectors_skipped) == (
             1,
             0,
-            2,
+            3,
         )
         assert db.stats()["messages_without_vectors"] == 1
     lines[2] = vector(1, [3.0, 4.0])  # stored at unit length
@@ -210,3 +221,18 @@ def test_postgres_transfer_keeps_message_vectors(tmp_path: Path, pg_dsn: str) ->
     with postgres.open(pg_dsn, new_agent_id(), embedder=embedder, pool_size=1) as pg:
         transfer.import_records(pg, records)  # with an embedder: the missing one filled
         assert pg.stats()["messages_without_vectors"] == 0
+
+
+def test_a_vector_is_never_attached_to_another_text(tmp_path: Path) -> None:
+    """An import keeps a message the target already holds at the same (session, seq): the
+    file's vector of a different text must not be stored on it."""
+    embedder = CountingEmbedder()
+    with sqlmem.open(tmp_path / "a.db", embedder=embedder) as db:
+        db.history.append("chat", Message(role="user", content="green tea please"))
+        records = _dump(db)
+    with sqlmem.open(tmp_path / "b.db", embedder=embedder) as db:
+        db.history.append("chat", Message(role="user", content="fast red car"))
+        counts = import_records(db, records)
+        assert (counts.messages_skipped, counts.message_vectors_skipped) == (1, 1)
+        top = db.history.search("fast red car", mode="vector", top_k=1)
+        assert top[0].score == pytest.approx(1.0)  # still its own text's vector
