@@ -20,8 +20,9 @@ import json
 import threading
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
@@ -36,10 +37,17 @@ from ..rules.checks import (
     encode_metadata,
     encode_tool_calls,
 )
+from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
+from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
+from .history_vectors import TwinVectors, pending_vectors, vectors_for
+
+if TYPE_CHECKING:
+    from ..protocols import Embedder
+    from ..search.embedding import Embedding
 
 __all__ = ["InMemoryHistoryStore"]
 
@@ -48,6 +56,8 @@ __all__ = ["InMemoryHistoryStore"]
 class _Stored:
     message: Message  # seq and session_id filled; never handed out (copies are)
     tokens: tuple[str, ...] | None = None  # tokenized lazily, on the first search
+    order: int = 0  # insertion order over the whole store: equal cosines rank by it
+    vector: Any = None  # unit vector of the text under the store's embedder, or None
 
     @property
     def role(self) -> str:  # what the pair-safety rules (rules.window) look at
@@ -84,13 +94,28 @@ class InMemoryHistoryStore:
     `max_history_len` and `tokenizer`; the other settings concern files only.
     """
 
-    def __init__(self, config: StoreConfig | None = None) -> None:
+    def __init__(
+        self, config: StoreConfig | None = None, *, embedder: Embedder | None = None
+    ) -> None:
+        """`embedder`: messages with text get vectors, and search modes "vector" and
+        "hybrid", as on SQLite."""
         if config is not None and not isinstance(config, StoreConfig):
             raise InvalidArgumentError("config must be a StoreConfig")
         self._config = config or StoreConfig()
         self._compiler = compiler_for(self._config.tokenizer)
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.RLock()
+        self._inserted = 0  # messages ever stored: the next one's `order`
+        self._embedding: Embedding | None = None
+        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
+            from ..search.embedding import Embedding
+
+            self._embedding = Embedding(embedder)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder message vectors come from (None: BM25 search only)."""
+        return self._embedding.embedder if self._embedding is not None else None
 
     def __repr__(self) -> str:
         return f"<InMemoryHistoryStore sessions={len(self._sessions)}>"
@@ -126,13 +151,15 @@ class InMemoryHistoryStore:
         return self._insert(session_id, items)
 
     def _insert(self, session_id: str, items: list[Message]) -> list[int]:
+        vectors = vectors_for(self._embedding, items)  # the model runs here: no lock held
         with self._lock:
             session = self._sessions.setdefault(session_id, _Session())
             seqs = []
-            for item in items:
+            for item, vector in zip(items, vectors, strict=True):
                 session.last += 1
+                self._inserted += 1
                 item.seq, item.session_id = session.last, session_id
-                session.messages.append(_Stored(item))
+                session.messages.append(_Stored(item, order=self._inserted, vector=vector))
                 seqs.append(session.last)
             limit = self._config.max_history_len
             if limit is not None and session.active_count() > limit:
@@ -232,13 +259,39 @@ class InMemoryHistoryStore:
         with self._lock:
             return sorted(k for k, s in self._sessions.items() if s.messages or s.summary)
 
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Vectors for the messages with text that have none; returns how many were added."""
+        if self._embedding is None:
+            raise needs_embedder_error("embed_pending")
+        return TwinVectors(self._embedding, self).embed_pending(batch_size, progress)
+
+    def without_vectors(self) -> int:
+        """Messages with text but no vector (what a database's `stats()` reports)."""
+        with self._lock:
+            return len(pending_vectors(self._sessions))
+
     def search(
-        self, query: str, *, session_id: str | None = None, top_k: int = 10
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        top_k: int = 10,
+        mode: HistoryMode = "any",
     ) -> list[Message]:
         """Same matches as the SQLite store; BM25 computed here as FTS5 computes it.
 
         Raises `InvalidArgumentError` when history search is off.
         """
+        if check_history_mode(mode) != "any":  # by meaning (numpy loads only then)
+            from ..rules.history_hybrid import search_by_meaning
+
+            leg = None if self._embedding is None else TwinVectors(self._embedding, self)
+            return search_by_meaning(
+                self._config.history_search, query, session_id, top_k, mode, leg,
+                lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
+            )  # fmt: skip
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []

@@ -49,8 +49,8 @@ class PostgresBackend:
 
     `pool_size` bounds the connections this process holds (per distinct busy timeout).
     Nothing connects before the first agent is opened; migrations run then, once.
-    `embedder` (SPEC 17): one embedder for every agent's facts (vectors, modes "vector"
-    and "hybrid").
+    `embedder`: one embedder for every agent's facts and messages (vectors, search modes
+    "vector" and "hybrid").
 
     A cluster: `dsn` may name several hosts
     (`postgresql://h1,h2/db?target_session_attrs=read-write`); writes then go to whichever
@@ -140,7 +140,7 @@ class PostgresDB:
         self._pools = pools
         self._owns_pools = owns_pools
         self._engine = Engine(pools, agent_id, config)
-        self.history = PostgresHistoryStore(self._engine)
+        self.history = PostgresHistoryStore(self._engine, embedder)
         self.facts = PostgresFactStore(self._engine, embedder)
         self.docs = PostgresDocumentStore(self._engine)
         self._lock = threading.Lock()
@@ -232,8 +232,8 @@ def open(
     """Open `agent_id`'s memory in the PostgreSQL database at `dsn` (migrating it if needed).
 
     The database gets its own small pool (`pool_size`); for many agents in one
-    process, share one `PostgresBackend` instead. `embedder` (SPEC 17): vectors of every
-    fact written, and search modes "vector" and "hybrid". `dsn` may name several hosts,
+    process, share one `PostgresBackend` instead. `embedder`: vectors of every fact and
+    message written, and search modes "vector" and "hybrid". `dsn` may name several hosts,
     `read_dsn` a standby for reads, `transaction_pooler` a PgBouncer in transaction mode
     (as for `PostgresBackend`).
     """

@@ -19,6 +19,9 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
   segmented text when the content has scripts written without spaces (see
   `sqlmem.search.query.segment`), NULL otherwise.
 * `messages_fts`: FTS5 over the searchable messages, kept in sync by triggers.
+* `message_vectors` (with an embedder; `sqlite.message_vectors`): a vector per message with text,
+  written in the append's transaction after the model ran outside it; forgotten with the
+  message (ON DELETE CASCADE). Search modes "vector" and "hybrid" rank by them.
 
 Search has mode "any" semantics (a message matches when it holds any query word). Like
 fact search, it is the exact OR query on histories under 20,000 messages, for queries
@@ -32,8 +35,8 @@ connection, so each result is a consistent snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -50,17 +53,23 @@ from ..rules.checks import (
     encode_metadata,
     encode_tool_calls,
 )
+from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms, now_ms
+from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
 from ..rules.rows import messages_from_read_rows, messages_from_rows
 from ..rules.window import drop_leading_tool_results
-from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
+from ..search.query import segment
 from . import history_sql as sql
 from .engine import Engine
-from .fts_any import AnyShortcut, capped_terms
+from .fts_any import AnyShortcut
 from .history_archive import archive
-from .history_search import search_session
+from .history_search import search_words
 from .purge import purge_session
 from .writer import Writer
+
+if TYPE_CHECKING:
+    from ..protocols import Embedder
+    from .message_vectors import MessageVectors, Prepared
 
 __all__ = [
     "MAX_SEQ",
@@ -118,14 +127,6 @@ def _first(row: Sequence[Any]) -> Any:
 # -- reading rows back --------------------------------------------------------------------------
 
 
-def _hits(rows: Sequence[Sequence[Any]]) -> list[Message]:
-    """Search rows: MESSAGE_COLUMNS, then session_id and the bm25 score (lower is better)."""
-    hits = []
-    for row in rows:
-        hits.extend(messages_from_rows([row[:9]], row[9], [-row[10]]))
-    return hits
-
-
 class SQLiteHistoryStore:
     """`HistoryStore` over one database file; thread-safe, shareable between processes.
 
@@ -134,11 +135,24 @@ class SQLiteHistoryStore:
     indexed the next time the file is opened with search on.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        """`embedder`: every message with text gets a vector, and search offers modes
+        "vector" and "hybrid" (`message_vectors`)."""
         self._engine = engine
         self._config = engine.config
         self._searchable = 1 if self._config.history_search else 0
         self._any = AnyShortcut(sql.ANY)
+        self._vectors: MessageVectors | None = None
+        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
+            from ..search.embedding import Embedding
+            from .message_vectors import MessageVectors
+
+            self._vectors = MessageVectors(engine, Embedding(embedder))
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder message vectors come from (None: BM25 search only)."""
+        return self._vectors.embedding.embedder if self._vectors is not None else None
 
     def __repr__(self) -> str:
         return f"<SQLiteHistoryStore {str(self._engine.path)!r}>"
@@ -150,7 +164,9 @@ class SQLiteHistoryStore:
         check_session_id(session_id)
         now = now_ms()
         plain = is_plain(check_message(message))
-        return self._insert(session_id, [self._encode(message, now, plain)], now, plain)[0]
+        row = self._encode(message, now, plain)
+        prepared = self._prepare([message.content])  # the model runs here: no lock held
+        return self._insert(session_id, [row], now, plain, prepared)[0]
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
         """Store messages in one transaction (all or nothing); returns their seqs in order."""
@@ -162,7 +178,13 @@ class SQLiteHistoryStore:
         if not checked:
             return []
         plain = all(map(is_plain, checked))  # one INSERT shape for the whole batch
-        return self._insert(session_id, [self._encode(m, now, plain) for m in checked], now, plain)
+        rows = [self._encode(m, now, plain) for m in checked]
+        prepared = self._prepare([m.content for m in checked])  # no lock held
+        return self._insert(session_id, rows, now, plain, prepared)
+
+    def _prepare(self, contents: list[str]) -> Prepared | None:
+        vectors = self._vectors
+        return vectors.prepare(contents) if vectors is not None else None
 
     def _encode(self, m: Message, now: int, plain: bool) -> tuple[Any, ...]:
         """Everything of a row but (session, seq), in the columns of the INSERT shape
@@ -184,7 +206,12 @@ class SQLiteHistoryStore:
         )
 
     def _insert(
-        self, session_id: str, rows: list[tuple[Any, ...]], now: int, plain: bool
+        self,
+        session_id: str,
+        rows: list[tuple[Any, ...]],
+        now: int,
+        plain: bool,
+        prepared: Prepared | None = None,
     ) -> list[int]:
         """One transaction: take len(rows) seqs, insert the rows, archive past the limit.
 
@@ -211,6 +238,8 @@ class SQLiteHistoryStore:
                     )
                 else:
                     _insert_chunks(conn, pk, first, rows, plain)
+                if prepared and self._vectors is not None:  # the message's own transaction
+                    self._vectors.write(conn, pk, first, prepared)
                 limit = self._config.max_history_len
                 if limit is not None and last - archived - holes > limit:
                     archive(conn, (pk, last, archived, holes), limit, None)
@@ -347,10 +376,29 @@ class SQLiteHistoryStore:
         with self._engine.read() as conn:
             return [row[0] for row in conn.execute(sql.SESSIONS)]
 
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Vectors for the messages with text that have none (or one of another model):
+        those appended while the embedder failed, imported, or written by another program.
+        Returns how many were filled; `progress(done, total)` after each batch."""
+        vectors = self._vectors
+        if vectors is None:
+            raise needs_embedder_error("embed_pending")
+        from ..rules.hybrid import check_batch_size  # numpy: only with vectors
+
+        return vectors.embed_pending(check_batch_size(batch_size), progress)
+
     def search(
-        self, query: str, *, session_id: str | None = None, top_k: int = 10
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        top_k: int = 10,
+        mode: HistoryMode = "any",
     ) -> list[Message]:
-        """Messages (archived included) matching any word of `query`, best BM25 first.
+        """Messages (archived included) matching any word of `query`, best BM25 first;
+        modes "vector" and "hybrid" (with an embedder) rank by meaning, or fuse both.
 
         `score` is the negated FTS5 bm25 (higher is better). On large histories the
         result may leave out messages made only of common words, and rank a message
@@ -360,38 +408,17 @@ class SQLiteHistoryStore:
         Any text is a valid query; one without words returns `[]`. Raises
         `InvalidArgumentError` when history search is off for this store.
         """
+        if check_history_mode(mode) != "any":  # by meaning (numpy loads only then)
+            from ..rules.history_hybrid import search_by_meaning
+
+            return search_by_meaning(
+                self._config.history_search, query, session_id, top_k, mode, self._vectors,
+                lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
+            )  # fmt: skip
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []
-        compiler = compiler_for(self._engine.tokenizer)
-        terms = compiler.terms(query)
-        if not terms:
-            return []
-        # A long query is cut to its rarest terms (as fact search does), in the snapshot.
-        match = compiler.match(query, "any") if len(terms) <= MAX_QUERY_TERMS else None
-        limit = min(top_k, _MAX_LIMIT)
-        with self._engine.read() as conn:
-            if match is None:
-                terms = capped_terms(conn, sql.ANY, terms, "any")
-                match = phrases(terms, " OR ")
-                if match is None:  # no kept word is in any message
-                    return []
-            if session_id is not None:  # a filter: planned by the session's size
-                rows = search_session(conn, self._any, compiler, terms, session_id, limit)
-                if rows is None:  # a small file, or a large session: exact
-                    rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
-            else:
-                found = self._any.rows(conn, terms, limit)
-                if found is None:  # a small history, or a query without common words
-                    found = conn.execute(
-                        sql.SEARCH_ALL, {"query": match, "limit": limit}
-                    ).fetchall()
-                if any(isinstance(row[9], bytes) for row in found):  # a purge under way
-                    found = conn.execute(
-                        sql.SEARCH_LIVE, {"query": match, "limit": limit}
-                    ).fetchall()
-                rows = found
-        return _hits(rows)
+        return search_words(self._engine, self._any, query, session_id, min(top_k, _MAX_LIMIT))
 
 
 def _exhausted(session_id: str, count: int) -> InvalidArgumentError:
