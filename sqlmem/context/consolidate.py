@@ -10,8 +10,14 @@
   MEMORY.md go to the model, which may rewrite MEMORY.md (a new revision: the old text
   stays readable with `docs.read_revision`).
 
-The model is called before the transaction, never while the write lock is held, and
-nothing it answers can raise: an exception, a blank answer or unusable JSON changes
+The model is called before the transaction, never while the write lock is held. So
+another writer (a session's memory tool, a person in an editor) may change MEMORY.md
+while the model thinks: the revision read before the call is the one the rewrite must
+replace (`expected_revision`). On a conflict the whole transaction is undone and the
+model is asked once more with the new text; a second conflict is reported in `error`
+and nothing changes (no HISTORY.md line, no archive), so no edit is ever lost.
+
+Nothing the model answers can raise: an exception, a blank answer or unusable JSON changes
 nothing and is reported in the result's `error`. `InvalidArgumentError` (a bug in the
 caller) and `StoreClosedError` still raise; other storage errors are reported.
 """
@@ -23,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
+from ..errors import InvalidArgumentError, RevisionConflictError, SqlmemError, StoreClosedError
 from ..records import Message
 from ..rules.doc_render import DAILY_NOTE
 from .compactor import pair_safe_boundary
@@ -80,6 +86,17 @@ class ConsolidationResult:
     error: str | None = None
 
 
+#: Model calls per consolidation: the first, and one more when MEMORY.md changed during it.
+ATTEMPTS = 2
+
+
+def _conflict(exc: RevisionConflictError) -> str:
+    return (
+        f"MEMORY.md was changed by another writer during each of {ATTEMPTS} model calls "
+        f"({exc})"
+    )
+
+
 def _failed(error: str, what: str) -> ConsolidationResult:
     _log.warning("%s: %s; nothing changed", what, error)
     return ConsolidationResult(False, 0, "", False, error)
@@ -117,6 +134,15 @@ class Consolidator:
         self.complete = complete
 
     def maybe_consolidate(self, session_id: str) -> ConsolidationResult:
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return self._consolidate_once(session_id)
+            except RevisionConflictError as exc:  # MEMORY.md changed during the model call
+                if attempt == ATTEMPTS:
+                    return _failed(_conflict(exc), f"consolidation of session {session_id!r}")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _consolidate_once(self, session_id: str) -> ConsolidationResult:
         history = self.db.history
         try:
             if self.memory_window == 0:
@@ -129,7 +155,7 @@ class Consolidator:
             if boundary == 0:
                 return ConsolidationResult(False, 0, "", False)
             old = messages[:boundary]
-            memory = self._memory()
+            memory, revision = _memory(self.db)
         except (InvalidArgumentError, StoreClosedError):
             raise
         except SqlmemError as exc:
@@ -150,17 +176,20 @@ class Consolidator:
         line = one_line(entry)
         if not _DATED.match(line):
             line = f"[{stamp(old[-1].created_at)}] {line}"
-        return self._apply(session_id, old, line, update, memory)
-
-    def _memory(self) -> str:
-        doc = self.db.docs.read(MEMORY_FILE)
-        return doc.content if doc is not None else ""
+        return self._apply(session_id, old, line, update, memory, revision)
 
     def _apply(
-        self, session_id: str, old: list[Message], line: str, update: str, memory: str
+        self,
+        session_id: str,
+        old: list[Message],
+        line: str,
+        update: str,
+        memory: str,
+        revision: int,
     ) -> ConsolidationResult:
         """The entry, MEMORY.md and the archive in one transaction, if the session still
-        starts with the messages the model saw (else nothing, and the next call retries)."""
+        starts with the messages the model saw (else nothing, and the next call retries)
+        and MEMORY.md is still the one it read (else RevisionConflictError, nothing done)."""
         history, docs = self.db.history, self.db.docs
         try:
             with self.db.atomic():
@@ -171,19 +200,25 @@ class Consolidator:
                         f"consolidation of session {session_id!r}",
                     )
                 docs.append(HISTORY_FILE, line)
-                updated = bool(update.strip()) and update != self._memory()
+                updated = bool(update.strip()) and update != memory
                 if updated:
-                    docs.write(MEMORY_FILE, update)
+                    docs.write(MEMORY_FILE, update, expected_revision=revision)
                 archived = history.compact(
                     session_id, keep_last=len(active) - len(old), summary=line
                 )
-        except StoreClosedError:
+        except (StoreClosedError, RevisionConflictError):
             raise
         except InvalidArgumentError as exc:  # the session id passed count(): the model's text
             return _failed(f"the store refused the model's text: {exc}", session_id)
         except SqlmemError as exc:
             return _failed(f"storage failed: {type(exc).__name__}: {exc}", session_id)
         return ConsolidationResult(True, archived, line, updated)
+
+
+def _memory(db: Workspace) -> tuple[str, int]:
+    """MEMORY.md's content and revision (0: there is none), read before the model call."""
+    doc = db.docs.read(MEMORY_FILE)
+    return (doc.content, doc.revision) if doc is not None else ("", 0)
 
 
 def consolidate_daily_notes(
@@ -194,13 +229,25 @@ def consolidate_daily_notes(
     if not callable(complete):
         raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
     _check_int("days", days, 1)
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _consolidate_notes_once(db, complete, days)
+        except RevisionConflictError as exc:  # MEMORY.md changed during the model call
+            if attempt == ATTEMPTS:
+                return _failed(_conflict(exc), "daily consolidation")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _consolidate_notes_once(
+    db: Workspace, complete: Callable[[str], str], days: int
+) -> ConsolidationResult:
     try:
         paths = sorted(
             (info.path for info in db.docs.list("memory/") if DAILY_NOTE.match(info.path)),
             reverse=True,
         )[:days]
         notes = [(path, db.docs.read(path)) for path in sorted(paths)]
-        memory_doc = db.docs.read(MEMORY_FILE)
+        memory, revision = _memory(db)
     except (InvalidArgumentError, StoreClosedError):
         raise
     except SqlmemError as exc:
@@ -208,7 +255,6 @@ def consolidate_daily_notes(
     texts = [f"### {path}\n{doc.content}" for path, doc in notes if doc is not None]
     if not texts:
         return ConsolidationResult(False, 0, "", False)
-    memory = memory_doc.content if memory_doc is not None else ""
     prompt = DAILY_PROMPT.format(memory=memory, notes="\n\n".join(texts))
     answer, problem = ask_json(complete, prompt)
     should, content = False, ""
@@ -223,8 +269,8 @@ def consolidate_daily_notes(
     if not should or content == memory:
         return ConsolidationResult(True, 0, "", False)
     try:
-        db.docs.write(MEMORY_FILE, content)
-    except StoreClosedError:
+        db.docs.write(MEMORY_FILE, content, expected_revision=revision)
+    except (StoreClosedError, RevisionConflictError):
         raise
     except InvalidArgumentError as exc:  # too large: the model's text, not the caller's
         return _failed(f"the store refused the model's text: {exc}", "daily consolidation")

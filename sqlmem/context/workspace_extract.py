@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any
 
-from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
+from ..errors import InvalidArgumentError, RevisionConflictError, SqlmemError, StoreClosedError
 from ..rules.documents import daily_path
 from .llm_json import Workspace, ask_json, bool_field, format_message, text_field
 
 __all__ = ["ExtractionOutcome", "WorkspaceExtractor"]
 
 MAX_MESSAGE_CHARS = 2000
+#: Model calls per run: the first, and one more when a document changed during it.
+_ATTEMPTS = 2
 
 EXTRACTION_PROMPT = """You keep an assistant's workspace memory up to date after a conversation.
 
@@ -144,11 +146,11 @@ class WorkspaceExtractor:
             raise
         except SqlmemError as exc:
             return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
+        if len(talk) < self.min_messages:  # the conversation's length, before the cut
+            return ExtractionOutcome(False, "too few messages")
         keep = self.max_transcript_messages
         messages = talk[len(talk) - keep :] if keep else []
-        if len(messages) < self.min_messages:
-            return ExtractionOutcome(False, "too few messages")
-        last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+        last_user = next((m for m in reversed(talk) if m.role == "user"), None)
         if last_user is None or len(last_user.content.strip()) < self.min_user_chars:
             return ExtractionOutcome(False, "user message too short")
         gate = self._gate
@@ -164,6 +166,22 @@ class WorkspaceExtractor:
             gate.lock.release()
 
     def _extract(self, messages: list[Any]) -> ExtractionOutcome:
+        """The model call and its writes; once more when MEMORY.md or PROFILE.md changed
+        during the call (the rewrite must replace the text the model read)."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return self._extract_once(messages)
+            except RevisionConflictError as exc:
+                if attempt == _ATTEMPTS:
+                    return ExtractionOutcome(
+                        True,
+                        "conflict",
+                        error=f"another writer changed the documents during each of "
+                        f"{_ATTEMPTS} model calls ({exc}); nothing changed",
+                    )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _extract_once(self, messages: list[Any]) -> ExtractionOutcome:
         docs = self.db.docs
         try:
             memory_doc, profile_doc = docs.read("MEMORY.md"), docs.read("PROFILE.md")
@@ -171,10 +189,14 @@ class WorkspaceExtractor:
             raise
         except SqlmemError as exc:
             return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
-        memory = memory_doc.content if memory_doc else ""
-        profile = profile_doc.content if profile_doc else ""
+        read = {
+            "MEMORY.md": (memory_doc.content, memory_doc.revision) if memory_doc else ("", 0),
+            "PROFILE.md": (profile_doc.content, profile_doc.revision) if profile_doc else ("", 0),
+        }
         transcript = "\n".join(format_message(m, limit=MAX_MESSAGE_CHARS) for m in messages)
-        prompt = EXTRACTION_PROMPT.format(memory=memory, profile=profile, transcript=transcript)
+        prompt = EXTRACTION_PROMPT.format(
+            memory=read["MEMORY.md"][0], profile=read["PROFILE.md"][0], transcript=transcript
+        )
         answer, problem = ask_json(self.complete, prompt)
         fields: dict[str, str] = {}
         should, reason = False, ""
@@ -188,11 +210,13 @@ class WorkspaceExtractor:
             return ExtractionOutcome(True, "model answer unusable", error=problem)
         if not should:
             return ExtractionOutcome(True, reason or "nothing to remember")
-        return self._apply(fields, memory, profile, reason)
+        return self._apply(fields, read, reason)
 
     def _apply(
-        self, fields: dict[str, str], memory: str, profile: str, reason: str
+        self, fields: dict[str, str], read: dict[str, tuple[str, int]], reason: str
     ) -> ExtractionOutcome:
+        """In one transaction; RevisionConflictError (nothing written) when a document the
+        model rewrote is no longer at the revision read before the call."""
         docs, updated = self.db.docs, []
         today: date = datetime.now(timezone.utc).date()
         try:
@@ -201,15 +225,16 @@ class WorkspaceExtractor:
                 if entry:
                     docs.append_daily(entry, day=today)
                     updated.append(daily_path(today))
-                for path, new, old in (
-                    ("MEMORY.md", fields["memory_update"], memory),
-                    ("PROFILE.md", fields["profile_update"], profile),
+                for path, new in (
+                    ("MEMORY.md", fields["memory_update"]),
+                    ("PROFILE.md", fields["profile_update"]),
                 ):
+                    old, revision = read[path]
                     if new.strip() and new != old:
-                        written = docs.write(path, new)
+                        written = docs.write(path, new, expected_revision=revision)
                         if written.created or written.overwritten:
                             updated.append(path)
-        except StoreClosedError:
+        except (StoreClosedError, RevisionConflictError):
             raise
         except SqlmemError as exc:  # InvalidArgumentError here: the model's text refused
             return ExtractionOutcome(True, "storage failed", error=f"{type(exc).__name__}: {exc}")

@@ -52,6 +52,7 @@ from ..rules.documents import (
     check_content,
     check_day,
     check_doc_path,
+    check_expected_revision,
     check_prefix,
     check_revision,
     check_sort_order,
@@ -60,6 +61,7 @@ from ..rules.documents import (
     edited,
     new_flags,
     prune_below,
+    require_revision,
 )
 from ..rules.encoding import dumps_json, now_ms
 from ..rules.filters import check_limit, check_query
@@ -101,47 +103,71 @@ class SQLiteDocumentStore:
         *,
         enabled: bool | None = None,
         sort_order: int | None = None,
+        expected_revision: int | None = None,
     ) -> DocumentWrite:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         size = check_content(content)
         if enabled is not None:
             check_bool(enabled, "enabled")
         if sort_order is not None:
             sort_order = check_sort_order(sort_order)
         with self._engine.write() as conn:
-            done = self._put(conn, path, content, size, enabled, sort_order, now_ms())
+            row = _row_for_write(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            done = self._put(conn, path, content, size, enabled, sort_order, now_ms(), row)
         return build_write(path, done.created, done.overwritten, size, done.revision)
 
-    def edit(self, path: str, old_text: str, new_text: str, *, replace_all: bool = False) -> int:
+    def edit(
+        self,
+        path: str,
+        old_text: str,
+        new_text: str,
+        *,
+        replace_all: bool = False,
+        expected_revision: int | None = None,
+    ) -> int:
+        """The replacement is built from a read outside the write lock (its size worked
+        out from the counts before it is built); under the lock it is stored when the
+        document is still at the revision read, else built again there."""
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
+        with self._engine.read() as conn:
+            seen: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
+        require_revision(path, expected, seen[0][3] if seen else None)
+        if not seen:
+            raise _not_found(path)
+        content, count = edited(seen[0][7], old_text, new_text, replace_all, seen[0][6])
         with self._engine.write() as conn:
-            row: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-            if not row:
+            row: Any = _row_for_write(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            if row is None:
                 raise _not_found(path)
-            content, count = edited(row[0][7], old_text, new_text, replace_all)
-            if content != row[0][7]:
+            if row[3] != seen[0][3]:  # changed since the read: build it again on this one
+                content, count = edited(row[7], old_text, new_text, replace_all, row[6])
+            if content != row[7]:
                 size = check_content(content, "edited content")
-                self._put(conn, path, content, size, None, None, now_ms(), row[0])
+                self._put(conn, path, content, size, None, None, now_ms(), row)
         return count
 
-    def append(self, path: str, text: str) -> Document:
+    def append(self, path: str, text: str, *, expected_revision: int | None = None) -> Document:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         check_content(text, "text")
-        return self._append(path, text, "")
+        return self._append(path, text, "", expected)
 
     def append_daily(self, text: str, *, day: date | None = None) -> Document:
         check_content(text, "text")
         when = check_day(day)
-        return self._append(daily_path(when), text, daily_heading(when))
+        return self._append(daily_path(when), text, daily_heading(when), None)
 
-    def _append(self, path: str, text: str, heading: str) -> Document:
+    def _append(self, path: str, text: str, heading: str, expected: int | None) -> Document:
         with self._engine.write() as conn:
-            row: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-            content = appended(row[0][7] if row else heading, text)
+            row: Any = _row_for_write(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            content = appended(row[7] if row else heading, text)
             size = check_content(content, "appended content")
-            done = self._put(
-                conn, path, content, size, None, None, now_ms(), row[0] if row else None
-            )
+            done = self._put(conn, path, content, size, None, None, now_ms(), row)
         return build_document(
             path,
             content,
@@ -182,7 +208,8 @@ class SQLiteDocumentStore:
         with self._engine.write() as conn:
             content = _revision_content(conn, path, number)
             size = check_content(content)
-            done = self._put(conn, path, content, size, None, None, now_ms())
+            row = _row_for_write(conn, path)
+            done = self._put(conn, path, content, size, None, None, now_ms(), row)
         return build_write(path, done.created, done.overwritten, size, done.revision)
 
     def import_dir(self, folder: str | os.PathLike[str]) -> DocumentImport:
@@ -191,7 +218,9 @@ class SQLiteDocumentStore:
         now = now_ms()
         with self._engine.write() as conn:  # one transaction: all files or none
             for path, content in found:
-                done = self._put(conn, path, content, check_content(content), None, None, now)
+                size = check_content(content)
+                row = _row_for_write(conn, path)
+                done = self._put(conn, path, content, size, None, None, now, row)
                 created += done.created
                 updated += done.overwritten
                 unchanged += not (done.created or done.overwritten)
@@ -208,13 +237,10 @@ class SQLiteDocumentStore:
         enabled: bool | None,
         sort_order: int | None,
         now: int,
-        row: Any = None,
+        row: Any,
     ) -> _Put:
-        """Store `content` at `path` inside the caller's transaction (`row`: the
-        SELECT_FOR_WRITE row when the caller already read it)."""
-        if row is None:
-            found = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-            row = found[0] if found else None
+        """Store `content` at `path` inside the caller's transaction (`row`: its
+        SELECT_FOR_WRITE row, read in this transaction; None: no document there)."""
         if row is None:
             on, order = new_flags(path, enabled, sort_order)
             pk = conn.execute(sql.INSERT, (path, int(on), order, size, now, now, content)).get
@@ -313,6 +339,12 @@ class SQLiteDocumentStore:
         with self._engine.read() as conn:  # one snapshot: the files agree with each other
             rows: list[Any] = conn.execute(sql.READ_CONTENTS, {"prefix": ""}).fetchall()
         return write_folder(folder, rows)
+
+
+def _row_for_write(conn: apsw.Connection, path: str) -> Any:
+    """The document's SELECT_FOR_WRITE row, or None when there is none."""
+    found: list[Any] = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
+    return found[0] if found else None
 
 
 def _not_found(path: str) -> DocumentNotFoundError:
