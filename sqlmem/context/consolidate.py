@@ -91,10 +91,7 @@ ATTEMPTS = 2
 
 
 def _conflict(exc: RevisionConflictError) -> str:
-    return (
-        f"MEMORY.md was changed by another writer during each of {ATTEMPTS} model calls "
-        f"({exc})"
-    )
+    return f"MEMORY.md was changed by another writer during each of {ATTEMPTS} model calls ({exc})"
 
 
 def _failed(error: str, what: str) -> ConsolidationResult:
