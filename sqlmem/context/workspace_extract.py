@@ -9,13 +9,19 @@ skip and never fails the turn:
   ("ok"), another run on the same database is under way ("busy": returned at once, never
   waited for), or the last run on that database started less than `cooldown_seconds` ago.
 - The cooldown and the one-run-at-a-time rule are per database, shared by every extractor
-  on it (several agents' loops, several instances), because what they protect is the
-  database's documents and the model's bill, not one object.
+  on it (several agents' loops, several instances, several processes), because what they
+  protect is the database's documents and the model's bill, not one object. Their state
+  is a lease in the database (`MemoryDB.run_leases`, `sqlmem.rules.run_leases`): taken in
+  a short transaction before the model call, given back after, expiring after
+  `lease_seconds` so a process killed during its run never blocks the others for good.
+  Threads of one process meet first at an in-process lock, so they are "busy" at once
+  without touching the database.
 - The model's failures (exception, blank, unusable JSON) change nothing and are reported.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -26,13 +32,18 @@ from typing import Any
 
 from ..errors import InvalidArgumentError, RevisionConflictError, SqlmemError, StoreClosedError
 from ..rules.documents import daily_path
+from ..rules.run_leases import RunLeases, new_token
 from .llm_json import Workspace, ask_json, bool_field, format_message, text_field
 
 __all__ = ["ExtractionOutcome", "WorkspaceExtractor"]
 
+_log = logging.getLogger("sqlmem")
+
 MAX_MESSAGE_CHARS = 2000
 #: Model calls per run: the first, and one more when a document changed during it.
 _ATTEMPTS = 2
+#: The lease's name in `run_leases`.
+_LEASE = "workspace_extractor"
 
 EXTRACTION_PROMPT = """You keep an assistant's workspace memory up to date after a conversation.
 
@@ -111,7 +122,10 @@ class WorkspaceExtractor:
         cooldown_seconds: float = 300,
         skip_sources: Sequence[str] = ("cron",),
         max_transcript_messages: int = 30,
+        lease_seconds: float = 600,
     ) -> None:
+        """`lease_seconds`: how long a run may keep others out; past it (a process killed
+        during its run, or a model slower than that) the next run may start."""
         if not callable(complete):
             raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
         self.min_messages = _check_int("min_messages", min_messages)
@@ -123,6 +137,15 @@ class WorkspaceExtractor:
         ):
             raise InvalidArgumentError(f"cooldown_seconds must be >= 0, got {cooldown_seconds!r}")
         self.cooldown_seconds = float(cooldown_seconds)
+        if (
+            isinstance(lease_seconds, bool)
+            or not isinstance(lease_seconds, (int, float))
+            or not 0 < lease_seconds <= 86_400 * 365
+        ):
+            raise InvalidArgumentError(
+                f"lease_seconds must be > 0 and at most a year, got {lease_seconds!r}"
+            )
+        self.lease_seconds = float(lease_seconds)
         if isinstance(skip_sources, str) or not all(isinstance(s, str) for s in skip_sources):
             raise InvalidArgumentError("skip_sources must be a sequence of str")
         self.skip_sources = tuple(skip_sources)
@@ -157,13 +180,35 @@ class WorkspaceExtractor:
         if not gate.lock.acquire(blocking=False):
             return ExtractionOutcome(False, "busy")
         try:
-            now = time.monotonic()
-            if now - gate.started < self.cooldown_seconds:
-                return ExtractionOutcome(False, "cooldown")
-            gate.started = now
-            return self._extract(messages)
+            leases: RunLeases | None = getattr(self.db, "run_leases", None)
+            if leases is None:  # a Workspace of another kind: this process's gate only
+                now = time.monotonic()
+                if now - gate.started < self.cooldown_seconds:
+                    return ExtractionOutcome(False, "cooldown")
+                gate.started = now
+                return self._extract(messages)
+            return self._extract_leased(leases, messages)
         finally:
             gate.lock.release()
+
+    def _extract_leased(self, leases: RunLeases, messages: list[Any]) -> ExtractionOutcome:
+        token = new_token()
+        lease_ms = round(self.lease_seconds * 1000)
+        try:
+            refused = leases.acquire(_LEASE, token, lease_ms, round(self.cooldown_seconds * 1000))
+        except StoreClosedError:
+            raise
+        except SqlmemError as exc:
+            return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
+        if refused is not None:
+            return ExtractionOutcome(False, refused)
+        try:
+            return self._extract(messages)
+        finally:
+            try:
+                leases.release(_LEASE, token)
+            except SqlmemError:  # the lease expires by itself; the run's outcome stands
+                _log.warning("workspace extractor: could not give back its lease", exc_info=True)
 
     def _extract(self, messages: list[Any]) -> ExtractionOutcome:
         """The model call and its writes; once more when MEMORY.md or PROFILE.md changed

@@ -26,6 +26,7 @@ from ..protocols import Embedder
 from .docs import InMemoryDocumentStore
 from .facts import InMemoryFactStore
 from .history import InMemoryHistoryStore
+from .run_leases import InMemoryRunLeases
 
 __all__ = ["InMemoryDB", "open"]
 
@@ -53,6 +54,7 @@ class InMemoryDB:
         self.history = InMemoryHistoryStore(self.config)
         self.facts = InMemoryFactStore(self.config, embedder=embedder)
         self.docs = InMemoryDocumentStore(self.config)
+        self.run_leases = InMemoryRunLeases()
         self._lock = threading.RLock()
         self._twins: tuple[_Twin, ...] = (self.history, self.facts, self.docs)
         for twin in self._twins:  # one lock: atomic() keeps every other thread out

@@ -163,3 +163,34 @@ def test_memory_tools_report_a_revision_conflict_as_conflict(tmp_path: Any) -> N
         )
         assert '"conflict"' in answer, answer
         assert db.docs.read("MEMORY.md").content == "changed by someone else"  # type: ignore[union-attr]
+
+
+# -- export_dir checks every name before writing any file -----------------------------------
+
+
+def test_export_writes_the_longest_names_write_accepts(docs: DocumentStore, tmp_path: Any) -> None:
+    # Regression: the temporary name added ~18 characters to the file's, past the file
+    # system's 255, so a ~240-character name failed half way through the export.
+    long = "n" * 247 + ".md"  # 250 characters, a valid path
+    nested = "f" * 100 + "/" + "g" * 150 + ".md"
+    docs.write("a.md", "first")
+    docs.write(long, "long")
+    docs.write(nested, "nested")
+    assert docs.export_dir(tmp_path / "out") == 3
+    assert (tmp_path / "out" / long).read_text() == "long"
+    assert (tmp_path / "out" / nested).read_text() == "nested"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(["a.md", long, "f" * 100])
+
+
+def test_export_refuses_a_document_that_is_also_a_folder_before_writing_anything(
+    docs: DocumentStore, tmp_path: Any
+) -> None:
+    docs.write("0-first.md", "x")
+    docs.write("a.md", "file")
+    docs.write("a.md/b.md", "inside")
+    docs.write("z.md", "last")
+    out = tmp_path / "out"
+    with pytest.raises(InvalidArgumentError, match=r"'a\.md'") as raised:
+        docs.export_dir(out)
+    assert "no file was written" in str(raised.value)
+    assert not out.exists() or list(out.rglob("*")) == []

@@ -215,3 +215,82 @@ def test_extractor_reports_a_second_conflict_and_changes_nothing(pair: Any) -> N
     assert outcome.error is not None and "changed the documents" in outcome.error
     assert db.docs.list("memory/") == []  # no daily line either
     assert db.docs.read("MEMORY.md").content == "\n".join(model.edits)
+
+
+# -- the extractor's gate: one state per database, whichever handle or process runs it ------
+
+
+def _blocked_model(inside: threading.Event, release: threading.Event) -> Callable[[str], str]:
+    def model(prompt: str) -> str:
+        inside.set()
+        assert release.wait(30)
+        return json.dumps({"should_update": False, "reason": "no"})
+
+    return model
+
+
+def test_another_handle_is_busy_while_a_run_is_under_way(pair: Any) -> None:
+    # On PostgreSQL the two handles share no object, so only the lease in the database
+    # can tell the second that a run is under way.
+    db, other = pair
+    _conversation(db)
+    inside, release = threading.Event(), threading.Event()
+    first = WorkspaceExtractor(db, _blocked_model(inside, release), cooldown_seconds=0)
+    thread = threading.Thread(target=first.run, args=("s",))
+    thread.start()
+    try:
+        assert inside.wait(30)
+        second = WorkspaceExtractor(
+            other(), FakeAnswer({"should_update": False}), cooldown_seconds=0
+        )
+        assert second.run("s").reason == "busy"
+    finally:
+        release.set()
+        thread.join(30)
+    again = WorkspaceExtractor(other(), FakeAnswer({"should_update": False}), cooldown_seconds=0)
+    assert again.run("s").ran  # given back when the run ended
+
+
+def test_the_cooldown_is_shared_by_every_handle(pair: Any) -> None:
+    db, other = pair
+    _conversation(db)
+    model = FakeAnswer({"should_update": False, "reason": "no"})
+    assert WorkspaceExtractor(db, model, cooldown_seconds=3600).run("s").ran
+    assert WorkspaceExtractor(other(), model, cooldown_seconds=3600).run("s").reason == "cooldown"
+    assert model.calls == 1
+
+
+def test_the_conversation_is_counted_before_the_transcript_is_cut(pair: Any) -> None:
+    # Regression: min_messages was compared with the cut transcript, so
+    # min_messages=4, max_transcript_messages=3 never ran.
+    db, _ = pair
+    _conversation(db)
+    model = FakeAnswer({"should_update": False, "reason": "no"})
+    outcome = WorkspaceExtractor(
+        db, model, min_messages=4, max_transcript_messages=3, cooldown_seconds=0
+    ).run("s")
+    assert outcome.ran and model.calls == 1
+    assert "I want to plan" not in model.prompts[0] and "In winter please" in model.prompts[0]
+    db.history.append("t", Message(role="user", content="only three messages here"))
+    db.history.append("t", Message(role="assistant", content="yes"))
+    db.history.append("t", Message(role="user", content="still only three"))
+    assert WorkspaceExtractor(db, model, cooldown_seconds=0).run("t").reason == "too few messages"
+
+
+def test_bad_lease_seconds(pair: Any) -> None:
+    db, _ = pair
+    for bad in (0, -1, True, "5", float("nan")):
+        with pytest.raises(sqlmem.InvalidArgumentError, match="lease_seconds"):
+            WorkspaceExtractor(db, FakeAnswer({}), lease_seconds=bad)
+
+
+class FakeAnswer:
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
+        self.calls = 0
+        self.prompts: list[str] = []
+
+    def __call__(self, prompt: str) -> str:
+        self.calls += 1
+        self.prompts.append(prompt)
+        return json.dumps(self.answer)
