@@ -39,6 +39,7 @@ __all__ = [
     "daily_heading",
     "daily_path",
     "edited",
+    "imported_revision",
     "new_flags",
     "prune_below",
     "require_revision",
@@ -272,6 +273,16 @@ def daily_path(day: date) -> str:
 def daily_heading(day: date) -> str:
     """A new daily note's start: its heading line and a blank line."""
     return f"# {day.isoformat()}\n\n"
+
+
+def imported_revision(stored: int, stored_content: str, imported: int, content: str) -> int:
+    """The revision an imported document record takes over a stored one it replaces (the
+    import merge: a higher number, or the same number with a later `updated_at`). Its own
+    number, unless that is the stored one's and the contents differ: then the next, so
+    the stored content is kept as the revision it was, never overwritten unrecorded."""
+    if imported <= stored and content != stored_content:
+        return stored + 1
+    return imported
 
 
 def prune_below(revision: int, keep: int) -> int:

@@ -5,9 +5,11 @@ short read), as `export.py` does for messages and facts.
 
 Import is a merge, idempotent like the rest of the import:
 - a document record replaces the stored document of its path when its revision is
-  higher, or equal with a later `updated_at`; a replaced content that no revision holds
-  yet is kept as the revision it was (nothing is lost by importing an older file's
-  sibling). An equal record writes nothing, so a second import adds nothing;
+  higher, or equal with a later `updated_at`; a replaced content is always kept as the
+  revision it was (nothing is lost by importing a sibling's file). When the numbers are
+  equal and the contents differ (two copies edited apart), the record's content becomes
+  the next revision, so the stored one keeps its number. An equal record writes nothing,
+  and neither does a second import;
 - a revision record is added when its document has no revision of that number, the
   number is below the current revision, and it is among the last
   `StoreConfig.doc_revisions` (the same pruning rule as writes).
@@ -19,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..rules.documents import prune_below
+from ..rules.documents import imported_revision, prune_below
 from ..rules.export_format import DocumentRow, ImportCounts, RevisionRow, iso_from_ms
 from . import docs_sql as sql
 from .docs import _write_blocks
@@ -112,10 +114,11 @@ def import_document(
     if (row.revision, row.updated_ms) <= (revision, updated):
         counts.documents_skipped += 1
         return
-    if keep > 0 and revision < row.revision:
+    number = imported_revision(revision, old, row.revision, row.content)
+    if keep > 0 and revision < number:
         conn.execute(_KEEP_CURRENT, (pk,))
-    conn.execute(_REPLACE, (*values, pk))
-    conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(row.revision, keep)))
+    conn.execute(_REPLACE, (*values[:2], number, *values[3:], pk))
+    conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(number, keep)))
     _write_blocks(conn, pk, old, row.content)
     counts.documents += 1
 
