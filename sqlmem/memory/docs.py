@@ -31,6 +31,7 @@ from ..doc_records import (
 from ..errors import DocumentNotFoundError, InvalidArgumentError
 from ..rules.doc_blocks import split_blocks
 from ..rules.doc_folders import read_folder, write_folder
+from ..rules.doc_index_work import check_write_work
 from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
 from ..rules.documents import (
     appended,
@@ -154,6 +155,7 @@ class InMemoryDocumentStore:
             sort_order = check_sort_order(sort_order)
         with self._lock:
             self._require(path, expected)
+            self._check_work(path, content)
             created, overwritten, doc = self._put(path, content, size, enabled, sort_order)
             return build_write(path, created, overwritten, size, doc.revision)
 
@@ -197,6 +199,11 @@ class InMemoryDocumentStore:
             size = check_content(content, "appended content")
             return self._put(path, content, size, None, None)[2].document(path)
 
+    def _check_work(self, path: str, content: str) -> None:
+        """The SQLite store's bound on what one write may index (`rules.doc_index_work`)."""
+        doc = self._docs.get(path)
+        check_write_work(path, None if doc is None else doc.content, content)
+
     def _require(self, path: str, expected: int | None) -> None:
         doc = self._docs.get(path)
         require_revision(path, expected, None if doc is None else doc.revision)
@@ -225,6 +232,7 @@ class InMemoryDocumentStore:
         with self._lock:
             content = self._revision_content(path, number)
             size = check_content(content)
+            self._check_work(path, content)
             created, overwritten, doc = self._put(path, content, size, None, None)
             return build_write(path, created, overwritten, size, doc.revision)
 
@@ -232,6 +240,8 @@ class InMemoryDocumentStore:
         found, skipped = read_folder(folder)
         created = updated = unchanged = 0
         with self._lock:
+            for path, content in found:
+                self._check_work(path, content)
             for path, content in found:
                 new, changed, _ = self._put(path, content, check_content(content), None, None)
                 created += new

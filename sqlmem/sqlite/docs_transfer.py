@@ -13,7 +13,8 @@ Import is a merge, idempotent like the rest of the import:
 - a revision record is added when its document has no revision of that number, the
   number is below the current revision, and it is among the last
   `StoreConfig.doc_revisions` (the same pruning rule as writes).
-Blocks and their full-text entries are written by the store's own `_write_blocks`.
+Blocks and their full-text entries are written by the store's own `doc_index.write_blocks`,
+without the bound on one write's indexing: an import is a bulk operation in batches.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..rules.documents import imported_revision, prune_below
 from ..rules.export_format import DocumentRow, ImportCounts, RevisionRow, iso_from_ms
 from . import docs_sql as sql
-from .docs import _write_blocks
+from .doc_index import write_blocks
 
 if TYPE_CHECKING:
     import apsw
@@ -107,7 +108,7 @@ def import_document(
     )
     if not stored:
         pk = conn.execute(_INSERT, (row.path, *values)).get
-        _write_blocks(conn, pk, None, row.content)
+        write_blocks(conn, row.path, pk, None, row.content, bounded=False)
         counts.documents += 1
         return
     pk, revision, updated, old = stored[0]
@@ -119,7 +120,7 @@ def import_document(
         conn.execute(_KEEP_CURRENT, (pk,))
     conn.execute(_REPLACE, (*values[:2], number, *values[3:], pk))
     conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(number, keep)))
-    _write_blocks(conn, pk, old, row.content)
+    write_blocks(conn, row.path, pk, old, row.content, bounded=False)
     counts.documents += 1
 
 
