@@ -221,22 +221,31 @@ class SQLiteDocumentStore:
     def restore(self, path: str, revision: int) -> DocumentWrite:
         check_doc_path(path)
         number = check_revision(revision)
-        with self._engine.write() as conn:
+        with self._engine.read() as conn:  # the blocks are cut before the write lock
             content = _revision_content(conn, path, number)
+            seen: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
+        prepared = _prepare(path, seen[0] if seen else None, content, bounded=True)
+        with self._engine.write() as conn:
+            content = _revision_content(conn, path, number)  # a numbered revision: the same
             size = check_content(content)
             row = _row_for_write(conn, path)
-            done = self._put(conn, path, content, size, None, None, now_ms(), row, None, True)
+            done = self._put(conn, path, content, size, None, None, now_ms(), row, prepared, True)
         return build_write(path, done.created, done.overwritten, size, done.revision)
 
     def import_dir(self, folder: str | os.PathLike[str]) -> DocumentImport:
         found, skipped = read_folder(folder)  # before the write lock: file reads are slow
+        for _, content in found:
+            check_content(content)
+        # Cut before the write lock too; a file that would index more than one write may
+        # is refused here, before anything is written.
+        plans = [_prepare(path, self._seen(path), content, bounded=True) for path, content in found]
         created = updated = unchanged = 0
         now = now_ms()
         with self._engine.write() as conn:  # one transaction: all files or none
-            for path, content in found:
+            for (path, content), prepared in zip(found, plans, strict=True):
                 size = check_content(content)
                 row = _row_for_write(conn, path)
-                done = self._put(conn, path, content, size, None, None, now, row, None, True)
+                done = self._put(conn, path, content, size, None, None, now, row, prepared, True)
                 created += done.created
                 updated += done.overwritten
                 unchanged += not (done.created or done.overwritten)

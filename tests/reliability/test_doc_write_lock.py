@@ -97,3 +97,26 @@ def test_the_bound_counts_words_and_blocks_of_what_a_write_adds(kind: str, tmp_p
         assert docs.read("c.md").revision == 5  # type: ignore[union-attr]
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_import_dir_refuses_a_file_past_the_bound_before_writing_any(
+    kind: str, tmp_path: Path
+) -> None:
+    db = sqlmem.open(tmp_path / "m.db") if kind == "sqlite" else sqlmem.memory.open()
+    try:
+        folder = tmp_path / "in"
+        folder.mkdir()
+        (folder / "a.md").write_text("small")
+        (folder / "b.md").write_text("\n\n".join(_paragraphs(MAX_INDEX_WORK // BLOCK_WORK)))
+        with pytest.raises(InvalidArgumentError, match=r"b\.md"):
+            db.docs.import_dir(folder)
+        assert db.docs.list() == []  # all files or none
+        (folder / "b.md").write_text("\n\n".join(_paragraphs(100)))
+        done = db.docs.import_dir(folder)
+        assert (done.created, done.updated) == (2, 0)
+        db.docs.write("b.md", "changed")
+        assert db.docs.restore("b.md", 1).revision == 3
+        assert db.docs.search("item42")[0].path == "b.md"
+    finally:
+        db.close()
