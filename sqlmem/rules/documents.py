@@ -39,6 +39,7 @@ __all__ = [
     "daily_heading",
     "daily_path",
     "edited",
+    "edited_size",
     "imported_revision",
     "new_flags",
     "prune_below",
@@ -220,6 +221,23 @@ def edited(
     UTF-8 bytes, when the caller knows them) and a result over the limit is refused
     before it is built: one `replace_all` of a short text by a long one could otherwise
     ask for gigabytes."""
+    found, at = _occurrences(content, old_text, new_text, replace_all)
+    _edited_bytes(content, old_text, new_text, found, size)
+    if at < 0:
+        return content.replace(old_text, new_text), found
+    return content[:at] + new_text + content[at + len(old_text) :], 1
+
+
+def edited_size(
+    content: str, old_text: Any, new_text: Any, replace_all: Any, size: int | None = None
+) -> int:
+    """The UTF-8 bytes `edited` would make, with its refusals, without building it."""
+    found, _ = _occurrences(content, old_text, new_text, replace_all)
+    return _edited_bytes(content, old_text, new_text, found, size)
+
+
+def _occurrences(content: str, old_text: Any, new_text: Any, replace_all: Any) -> tuple[int, int]:
+    """(replacements, where the single one starts, or -1 for `replace_all`)."""
     if not isinstance(old_text, str) or not isinstance(new_text, str):
         raise InvalidArgumentError("edit: old_text and new_text must be str")
     check_bool(replace_all, "replace_all")
@@ -229,15 +247,12 @@ def edited(
     if replace_all:
         found = content.count(old_text)
         if found:
-            _check_edited_size(content, old_text, new_text, found, size)
-            return content.replace(old_text, new_text), found
+            return found, -1
     else:
         # One scan for the usual case (found once), not a count and then a replace.
         at = content.find(old_text)
-        end = at + len(old_text)
-        if at >= 0 and content.find(old_text, end) < 0:
-            _check_edited_size(content, old_text, new_text, 1, size)
-            return content[:at] + new_text + content[end:], 1
+        if at >= 0 and content.find(old_text, at + len(old_text)) < 0:
+            return 1, at
         found = content.count(old_text)
     if found == 0:
         raise EditMismatchError("edit: old_text was found 0 times in the document")
@@ -247,9 +262,7 @@ def edited(
     )
 
 
-def _check_edited_size(
-    content: str, old_text: str, new_text: str, found: int, size: int | None
-) -> None:
+def _edited_bytes(content: str, old_text: str, new_text: str, found: int, size: int | None) -> int:
     before = utf8_size(content) if size is None else size
     after = before + found * (utf8_size(new_text) - utf8_size(old_text))
     if after > MAX_CONTENT_BYTES:
@@ -257,6 +270,7 @@ def _check_edited_size(
             f"edited content would be {after} bytes of UTF-8 ({found} replacements); a "
             f"document holds at most {MAX_CONTENT_BYTES} (10 MiB): nothing was changed"
         )
+    return after
 
 
 def appended(content: str, text: str) -> str:

@@ -62,6 +62,7 @@ from ..rules.documents import (
     daily_heading,
     daily_path,
     edited,
+    edited_size,
     new_flags,
     prune_below,
     require_revision,
@@ -70,7 +71,7 @@ from ..rules.encoding import now_ms
 from ..rules.filters import check_limit, check_query
 from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases
 from . import docs_sql as sql
-from .doc_index import Prepared, prepare, write_blocks
+from .doc_index import SMALL, Prepared, prepare_from, row_for_write, small_row, write_blocks
 from .engine import Engine
 from .fts_any import capped_terms
 
@@ -109,7 +110,8 @@ class SQLiteDocumentStore:
         sort_order: int | None = None,
         expected_revision: int | None = None,
     ) -> DocumentWrite:
-        """The blocks are cut from a read outside the write lock (`doc_index.prepare`)."""
+        """A small change is made in one short transaction; a large one's blocks are cut
+        from a read outside the write lock (`doc_index.prepare`)."""
         check_doc_path(path)
         expected = check_expected_revision(expected_revision)
         size = check_content(content)
@@ -117,11 +119,20 @@ class SQLiteDocumentStore:
             check_bool(enabled, "enabled")
         if sort_order is not None:
             sort_order = check_sort_order(sort_order)
+        if size <= SMALL:
+            with self._engine.write() as conn:
+                row = small_row(conn, path)
+                require_revision(path, expected, None if row is None else row[3])
+                if row is None or row[7] is not None:  # both small: cut here, quickly
+                    done = self._put(
+                        conn, path, content, size, enabled, sort_order, now_ms(), row, None, True
+                    )
+                    return build_write(path, done.created, done.overwritten, size, done.revision)
         seen = self._seen(path)
         require_revision(path, expected, seen[3] if seen else None)
-        prepared = _prepare(path, seen, content, bounded=True)
+        prepared = prepare_from(path, seen, content, bounded=True)
         with self._engine.write() as conn:
-            row = _row_for_write(conn, path)
+            row = row_for_write(conn, path)
             require_revision(path, expected, None if row is None else row[3])
             done = self._put(
                 conn, path, content, size, enabled, sort_order, now_ms(), row, prepared, True
@@ -142,14 +153,26 @@ class SQLiteDocumentStore:
         document is still at the revision read, else built again there."""
         check_doc_path(path)
         expected = check_expected_revision(expected_revision)
+        with self._engine.write() as conn:  # a small document: all of it here, quickly
+            row = small_row(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            if row is None:
+                raise _not_found(path)
+            small = row[7] is not None
+            if small and edited_size(row[7], old_text, new_text, replace_all, row[6]) <= SMALL:
+                content, count = edited(row[7], old_text, new_text, replace_all, row[6])
+                if content != row[7]:
+                    size = check_content(content, "edited content")
+                    self._put(conn, path, content, size, None, None, now_ms(), row)
+                return count
         seen = self._seen(path)
         require_revision(path, expected, seen[3] if seen else None)
         if seen is None:
             raise _not_found(path)
         content, count = edited(seen[7], old_text, new_text, replace_all, seen[6])
-        prepared = _prepare(path, seen, content, bounded=False) if content != seen[7] else None
+        prepared = prepare_from(path, seen, content, bounded=False) if content != seen[7] else None
         with self._engine.write() as conn:
-            row: Any = _row_for_write(conn, path)
+            row = row_for_write(conn, path)
             require_revision(path, expected, None if row is None else row[3])
             if row is None:
                 raise _not_found(path)
@@ -172,28 +195,28 @@ class SQLiteDocumentStore:
         return self._append(daily_path(when), text, daily_heading(when), None)
 
     def _append(self, path: str, text: str, heading: str, expected: int | None) -> Document:
+        with self._engine.write() as conn:  # a small document: all of it here, quickly
+            row = small_row(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            old = heading if row is None else row[7]
+            if old is not None and len(old) + len(text) < SMALL // 4:  # <= SMALL bytes
+                content = appended(old, text)
+                size = check_content(content, "appended content")
+                done = self._put(conn, path, content, size, None, None, now_ms(), row)
+                return _document(path, content, size, done)
         seen = self._seen(path)
         require_revision(path, expected, seen[3] if seen else None)
         content = appended(seen[7] if seen else heading, text)
         check_content(content, "appended content")
-        prepared = _prepare(path, seen, content, bounded=False)
+        prepared = prepare_from(path, seen, content, bounded=False)
         with self._engine.write() as conn:
-            row: Any = _row_for_write(conn, path)
+            row = row_for_write(conn, path)
             require_revision(path, expected, None if row is None else row[3])
             if (row[3] if row else 0) != prepared.revision:  # changed since the read
                 content = appended(row[7] if row else heading, text)
             size = check_content(content, "appended content")
             done = self._put(conn, path, content, size, None, None, now_ms(), row, prepared)
-        return build_document(
-            path,
-            content,
-            done.enabled,
-            done.sort_order,
-            done.revision,
-            done.created_ms,
-            done.updated_ms,
-            size,
-        )
+        return _document(path, content, size, done)
 
     def delete(self, path: str) -> None:
         check_doc_path(path)
@@ -224,11 +247,11 @@ class SQLiteDocumentStore:
         with self._engine.read() as conn:  # the blocks are cut before the write lock
             content = _revision_content(conn, path, number)
             seen: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-        prepared = _prepare(path, seen[0] if seen else None, content, bounded=True)
+        prepared = prepare_from(path, seen[0] if seen else None, content, bounded=True)
         with self._engine.write() as conn:
             content = _revision_content(conn, path, number)  # a numbered revision: the same
             size = check_content(content)
-            row = _row_for_write(conn, path)
+            row = row_for_write(conn, path)
             done = self._put(conn, path, content, size, None, None, now_ms(), row, prepared, True)
         return build_write(path, done.created, done.overwritten, size, done.revision)
 
@@ -238,13 +261,15 @@ class SQLiteDocumentStore:
             check_content(content)
         # Cut before the write lock too; a file that would index more than one write may
         # is refused here, before anything is written.
-        plans = [_prepare(path, self._seen(path), content, bounded=True) for path, content in found]
+        plans = [
+            prepare_from(path, self._seen(path), content, bounded=True) for path, content in found
+        ]
         created = updated = unchanged = 0
         now = now_ms()
         with self._engine.write() as conn:  # one transaction: all files or none
             for (path, content), prepared in zip(found, plans, strict=True):
                 size = check_content(content)
-                row = _row_for_write(conn, path)
+                row = row_for_write(conn, path)
                 done = self._put(conn, path, content, size, None, None, now, row, prepared, True)
                 created += done.created
                 updated += done.overwritten
@@ -380,17 +405,17 @@ class SQLiteDocumentStore:
         return write_folder(folder, rows)
 
 
-def _prepare(path: str, seen: Any, content: str, *, bounded: bool) -> Prepared:
-    """The blocks of a change from the `seen` row's content to `content`, cut now."""
-    return prepare(
-        path, seen[3] if seen else 0, seen[7] if seen else None, content, bounded=bounded
+def _document(path: str, content: str, size: int, done: _Put) -> Document:
+    return build_document(
+        path,
+        content,
+        done.enabled,
+        done.sort_order,
+        done.revision,
+        done.created_ms,
+        done.updated_ms,
+        size,
     )
-
-
-def _row_for_write(conn: apsw.Connection, path: str) -> Any:
-    """The document's SELECT_FOR_WRITE row, or None when there is none."""
-    found: list[Any] = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-    return found[0] if found else None
 
 
 def _not_found(path: str) -> DocumentNotFoundError:

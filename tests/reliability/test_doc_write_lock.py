@@ -51,7 +51,7 @@ def test_a_large_write_never_times_out_another_process_writer(tmp_path: Path) ->
                 db.docs.write("notes/big.md", big)
             assert "notes/big.md" in str(refused.value)
             assert db.docs.read("notes/big.md") is None  # nothing written
-            part = 3_000  # blocks per part: well within one write's bound
+            part = 2_000  # blocks per part: well within one write's bound
             db.docs.write("notes/big.md", "\n\n".join(_paragraphs(part)))
             for start in range(part, 40_000, part):
                 db.docs.append("notes/big.md", "\n" + "\n\n".join(_paragraphs(part, start)))
