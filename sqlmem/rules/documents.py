@@ -39,7 +39,6 @@ __all__ = [
     "daily_heading",
     "daily_path",
     "edited",
-    "edited_size",
     "imported_revision",
     "new_flags",
     "prune_below",
@@ -226,14 +225,6 @@ def edited(
     if at < 0:
         return content.replace(old_text, new_text), found
     return content[:at] + new_text + content[at + len(old_text) :], 1
-
-
-def edited_size(
-    content: str, old_text: Any, new_text: Any, replace_all: Any, size: int | None = None
-) -> int:
-    """The UTF-8 bytes `edited` would make, with its refusals, without building it."""
-    found, _ = _occurrences(content, old_text, new_text, replace_all)
-    return _edited_bytes(content, old_text, new_text, found, size)
 
 
 def _occurrences(content: str, old_text: Any, new_text: Any, replace_all: Any) -> tuple[int, int]:

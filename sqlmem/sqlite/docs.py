@@ -6,9 +6,11 @@ content and flags; `document_revisions` the previous contents, pruned to
 content cut into blocks (runs of non-blank lines) with their line numbers, indexed by
 `document_blocks_fts` through triggers.
 
-Where the blocks are cut: in Python, before the write lock is taken, from a read of the
-document as it is (`doc_index.prepare`); under the lock they are written when the
-document is still at that revision, else cut again there. The split (line numbers, blank
+Where the blocks are cut: in Python. A small document (`doc_index.SMALL`, 64 KiB) is
+read and changed in one short transaction, its blocks cut under the write lock (well
+under a millisecond); a larger one is read and its blocks cut before the lock is taken
+(`doc_index.prepare`), then written when the document is still at that revision, else
+cut again there. The split (line numbers, blank
 lines) and the CJK segmentation of the indexed text are rules the in-memory twin applies
 too (`rules.doc_blocks`, `rules.doc_index_work`, `search.query.segment`); doing it in SQL
 would write them twice, and a recursive CTE over lines is neither cheap nor readable.
@@ -62,7 +64,6 @@ from ..rules.documents import (
     daily_heading,
     daily_path,
     edited,
-    edited_size,
     new_flags,
     prune_below,
     require_revision,
@@ -158,8 +159,7 @@ class SQLiteDocumentStore:
             require_revision(path, expected, None if row is None else row[3])
             if row is None:
                 raise _not_found(path)
-            small = row[7] is not None
-            if small and edited_size(row[7], old_text, new_text, replace_all, row[6]) <= SMALL:
+            if row[7] is not None:  # (its result is at most 10 MiB: sized before it is built)
                 content, count = edited(row[7], old_text, new_text, replace_all, row[6])
                 if content != row[7]:
                     size = check_content(content, "edited content")
