@@ -26,6 +26,7 @@ __all__ = [
     "InvalidQueryError",
     "MigrationChecksumError",
     "MigrationError",
+    "RevisionConflictError",
     "SchemaTooNewError",
     "SqlmemError",
     "StorageBusyError",
@@ -68,6 +69,12 @@ class DocumentNotFoundError(SqlmemError, KeyError):
 class EditMismatchError(InvalidArgumentError):
     """`DocumentStore.edit` found `old_text` zero times, or more than once without
     `replace_all`; the message says how many times."""
+
+
+class RevisionConflictError(SqlmemError):
+    """A document change asked for with `expected_revision` found the document at another
+    revision (changed, created or deleted by another writer since it was read); nothing
+    was changed. Read it again and redo the change on what is there now."""
 
 
 class StoreClosedError(SqlmemError, RuntimeError):

@@ -207,15 +207,22 @@ class DocumentStore(Protocol):
         *,
         enabled: bool | None = None,
         sort_order: int | None = None,
+        expected_revision: int | None = None,
     ) -> DocumentWrite: ...
 
     def read(self, path: str) -> Document | None: ...
 
     def edit(
-        self, path: str, old_text: str, new_text: str, *, replace_all: bool = False
+        self,
+        path: str,
+        old_text: str,
+        new_text: str,
+        *,
+        replace_all: bool = False,
+        expected_revision: int | None = None,
     ) -> int: ...
 
-    def append(self, path: str, text: str) -> Document: ...
+    def append(self, path: str, text: str, *, expected_revision: int | None = None) -> Document: ...
 
     def append_daily(self, text: str, *, day: date | None = None) -> Document: ...
 

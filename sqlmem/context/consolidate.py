@@ -10,8 +10,14 @@
   MEMORY.md go to the model, which may rewrite MEMORY.md (a new revision: the old text
   stays readable with `docs.read_revision`).
 
-The model is called before the transaction, never while the write lock is held, and
-nothing it answers can raise: an exception, a blank answer or unusable JSON changes
+The model is called before the transaction, never while the write lock is held. So
+another writer (a session's memory tool, a person in an editor) may change MEMORY.md
+while the model thinks: the revision read before the call is the one the rewrite must
+replace (`expected_revision`). On a conflict the whole transaction is undone and the
+model is asked once more with the new text; a second conflict is reported in `error`
+and nothing changes (no HISTORY.md line, no archive), so no edit is ever lost.
+
+Nothing the model answers can raise: an exception, a blank answer or unusable JSON changes
 nothing and is reported in the result's `error`. `InvalidArgumentError` (a bug in the
 caller) and `StoreClosedError` still raise; other storage errors are reported.
 """
@@ -23,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
+from ..errors import InvalidArgumentError, RevisionConflictError, SqlmemError, StoreClosedError
 from ..protocols import Database
 from ..records import Message
 from ..rules.async_guard import refuse_async, refuse_async_model
@@ -82,6 +88,14 @@ class ConsolidationResult:
     error: str | None = None
 
 
+#: Model calls per consolidation: the first, and one more when MEMORY.md changed during it.
+ATTEMPTS = 2
+
+
+def _conflict(exc: RevisionConflictError) -> str:
+    return f"MEMORY.md was changed by another writer during each of {ATTEMPTS} model calls ({exc})"
+
+
 def _failed(error: str, what: str) -> ConsolidationResult:
     _log.warning("%s: %s; nothing changed", what, error)
     return ConsolidationResult(False, 0, "", False, error)
@@ -121,7 +135,7 @@ class Consolidator:
         self.complete = complete
 
     def maybe_consolidate(self, session_id: str) -> ConsolidationResult:
-        return self._consolidate(session_id, self.keep_last, when_due=True)
+        return self._with_retry(session_id, self.keep_last, when_due=True)
 
     def consolidate(self, session_id: str, *, keep_last: int | None = None) -> ConsolidationResult:
         """Consolidate now, whatever `memory_window` says: the messages before the last
@@ -130,9 +144,20 @@ class Consolidator:
         archives: never without the record. The model is asked even when `memory_window`
         is 0, because an archive without an entry is exactly what this call exists to avoid."""
         keep = self.keep_last if keep_last is None else _check_int("keep_last", keep_last, 0)
-        return self._consolidate(session_id, keep, when_due=False)
+        return self._with_retry(session_id, keep, when_due=False)
 
-    def _consolidate(
+    def _with_retry(
+        self, session_id: str, keep_last: int, *, when_due: bool
+    ) -> ConsolidationResult:
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return self._consolidate_once(session_id, keep_last, when_due=when_due)
+            except RevisionConflictError as exc:  # MEMORY.md changed during the model call
+                if attempt == ATTEMPTS:
+                    return _failed(_conflict(exc), f"consolidation of session {session_id!r}")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _consolidate_once(
         self, session_id: str, keep_last: int, *, when_due: bool
     ) -> ConsolidationResult:
         history = self.db.history
@@ -147,7 +172,7 @@ class Consolidator:
             if boundary == 0:
                 return ConsolidationResult(False, 0, "", False)
             old = messages[:boundary]
-            memory = self._memory()
+            memory, revision = _memory(self.db)
         except (InvalidArgumentError, StoreClosedError):
             raise
         except SqlmemError as exc:
@@ -168,17 +193,20 @@ class Consolidator:
         line = one_line(entry)
         if not _DATED.match(line):
             line = f"[{stamp(old[-1].created_at)}] {line}"
-        return self._apply(session_id, old, line, update, memory)
-
-    def _memory(self) -> str:
-        doc = self.db.docs.read(MEMORY_FILE)
-        return doc.content if doc is not None else ""
+        return self._apply(session_id, old, line, update, memory, revision)
 
     def _apply(
-        self, session_id: str, old: list[Message], line: str, update: str, memory: str
+        self,
+        session_id: str,
+        old: list[Message],
+        line: str,
+        update: str,
+        memory: str,
+        revision: int,
     ) -> ConsolidationResult:
         """The entry, MEMORY.md and the archive in one transaction, if the session still
-        starts with the messages the model saw (else nothing, and the next call retries)."""
+        starts with the messages the model saw (else nothing, and the next call retries)
+        and MEMORY.md is still the one it read (else RevisionConflictError, nothing done)."""
         history, docs = self.db.history, self.db.docs
         try:
             with self.db.atomic():
@@ -189,19 +217,25 @@ class Consolidator:
                         f"consolidation of session {session_id!r}",
                     )
                 docs.append(HISTORY_FILE, line)
-                updated = bool(update.strip()) and update != self._memory()
+                updated = bool(update.strip()) and update != memory
                 if updated:
-                    docs.write(MEMORY_FILE, update)
+                    docs.write(MEMORY_FILE, update, expected_revision=revision)
                 archived = history.compact(
                     session_id, keep_last=len(active) - len(old), summary=line
                 )
-        except StoreClosedError:
+        except (StoreClosedError, RevisionConflictError):
             raise
         except InvalidArgumentError as exc:  # the session id passed count(): the model's text
             return _failed(f"the store refused the model's text: {exc}", session_id)
         except SqlmemError as exc:
             return _failed(f"storage failed: {type(exc).__name__}: {exc}", session_id)
         return ConsolidationResult(True, archived, line, updated)
+
+
+def _memory(db: Database) -> tuple[str, int]:
+    """MEMORY.md's content and revision (0: there is none), read before the model call."""
+    doc = db.docs.read(MEMORY_FILE)
+    return (doc.content, doc.revision) if doc is not None else ("", 0)
 
 
 def consolidate_daily_notes(
@@ -214,13 +248,25 @@ def consolidate_daily_notes(
     if not callable(complete):
         raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
     _check_int("days", days, 1)
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return _consolidate_notes_once(db, complete, days)
+        except RevisionConflictError as exc:  # MEMORY.md changed during the model call
+            if attempt == ATTEMPTS:
+                return _failed(_conflict(exc), "daily consolidation")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _consolidate_notes_once(
+    db: Database, complete: Callable[[str], str], days: int
+) -> ConsolidationResult:
     try:
         paths = sorted(
             (info.path for info in db.docs.list("memory/") if DAILY_NOTE.match(info.path)),
             reverse=True,
         )[:days]
         notes = [(path, db.docs.read(path)) for path in sorted(paths)]
-        memory_doc = db.docs.read(MEMORY_FILE)
+        memory, revision = _memory(db)
     except (InvalidArgumentError, StoreClosedError):
         raise
     except SqlmemError as exc:
@@ -228,7 +274,6 @@ def consolidate_daily_notes(
     texts = [f"### {path}\n{doc.content}" for path, doc in notes if doc is not None]
     if not texts:
         return ConsolidationResult(False, 0, "", False)
-    memory = memory_doc.content if memory_doc is not None else ""
     prompt = DAILY_PROMPT.format(memory=memory, notes="\n\n".join(texts))
     answer, problem = ask_json(complete, prompt)
     should, content = False, ""
@@ -243,8 +288,8 @@ def consolidate_daily_notes(
     if not should or content == memory:
         return ConsolidationResult(True, 0, "", False)
     try:
-        db.docs.write(MEMORY_FILE, content)
-    except StoreClosedError:
+        db.docs.write(MEMORY_FILE, content, expected_revision=revision)
+    except (StoreClosedError, RevisionConflictError):
         raise
     except InvalidArgumentError as exc:  # too large: the model's text, not the caller's
         return _failed(f"the store refused the model's text: {exc}", "daily consolidation")

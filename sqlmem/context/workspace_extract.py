@@ -9,13 +9,19 @@ skip and never fails the turn:
   ("ok"), another run on the same database is under way ("busy": returned at once, never
   waited for), or the last run on that database started less than `cooldown_seconds` ago.
 - The cooldown and the one-run-at-a-time rule are per database, shared by every extractor
-  on it (several agents' loops, several instances), because what they protect is the
-  database's documents and the model's bill, not one object.
+  on it (several agents' loops, several instances, several processes), because what they
+  protect is the database's documents and the model's bill, not one object. Their state
+  is a lease in the database (`MemoryDB.run_leases`, `sqlmem.rules.run_leases`): taken in
+  a short transaction before the model call, given back after, expiring after
+  `lease_seconds` so a process killed during its run never blocks the others for good.
+  Threads of one process meet first at an in-process lock, so they are "busy" at once
+  without touching the database.
 - The model's failures (exception, blank, unusable JSON) change nothing and are reported.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import weakref
@@ -24,15 +30,22 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 from typing import Any
 
-from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
+from ..errors import InvalidArgumentError, RevisionConflictError, SqlmemError, StoreClosedError
 from ..protocols import Database
 from ..rules.async_guard import refuse_async, refuse_async_model
 from ..rules.documents import daily_path
+from ..rules.run_leases import RunLeases, new_token
 from .llm_json import ask_json, bool_field, format_message, text_field
 
 __all__ = ["ExtractionOutcome", "WorkspaceExtractor"]
 
+_log = logging.getLogger("sqlmem")
+
 MAX_MESSAGE_CHARS = 2000
+#: Model calls per run: the first, and one more when a document changed during it.
+_ATTEMPTS = 2
+#: The lease's name in `run_leases`.
+_LEASE = "workspace_extractor"
 
 EXTRACTION_PROMPT = """You keep an assistant's workspace memory up to date after a conversation.
 
@@ -111,7 +124,10 @@ class WorkspaceExtractor:
         cooldown_seconds: float = 300,
         skip_sources: Sequence[str] = ("cron",),
         max_transcript_messages: int = 30,
+        lease_seconds: float = 600,
     ) -> None:
+        """`lease_seconds`: how long a run may keep others out; past it (a process killed
+        during its run, or a model slower than that) the next run may start."""
         form = "sqlmem.aio.WorkspaceExtractor(adb, complete)"
         refuse_async(db, "WorkspaceExtractor", form)
         refuse_async_model(complete, "WorkspaceExtractor", form)
@@ -126,6 +142,15 @@ class WorkspaceExtractor:
         ):
             raise InvalidArgumentError(f"cooldown_seconds must be >= 0, got {cooldown_seconds!r}")
         self.cooldown_seconds = float(cooldown_seconds)
+        if (
+            isinstance(lease_seconds, bool)
+            or not isinstance(lease_seconds, (int, float))
+            or not 0 < lease_seconds <= 86_400 * 365
+        ):
+            raise InvalidArgumentError(
+                f"lease_seconds must be > 0 and at most a year, got {lease_seconds!r}"
+            )
+        self.lease_seconds = float(lease_seconds)
         if isinstance(skip_sources, str) or not all(isinstance(s, str) for s in skip_sources):
             raise InvalidArgumentError("skip_sources must be a sequence of str")
         self.skip_sources = tuple(skip_sources)
@@ -149,26 +174,64 @@ class WorkspaceExtractor:
             raise
         except SqlmemError as exc:
             return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
+        if len(talk) < self.min_messages:  # the conversation's length, before the cut
+            return ExtractionOutcome(False, "too few messages")
         keep = self.max_transcript_messages
         messages = talk[-keep:] if keep else []  # all of them when fewer than `keep`
-        if len(messages) < self.min_messages:
-            return ExtractionOutcome(False, "too few messages")
-        last_user = next((m for m in reversed(messages) if m.role == "user"), None)
+        last_user = next((m for m in reversed(talk) if m.role == "user"), None)
         if last_user is None or len(last_user.content.strip()) < self.min_user_chars:
             return ExtractionOutcome(False, "user message too short")
         gate = self._gate
         if not gate.lock.acquire(blocking=False):
             return ExtractionOutcome(False, "busy")
         try:
-            now = time.monotonic()
-            if now - gate.started < self.cooldown_seconds:
-                return ExtractionOutcome(False, "cooldown")
-            gate.started = now
-            return self._extract(messages)
+            leases: RunLeases | None = getattr(self.db, "run_leases", None)
+            if leases is None:  # a database without run leases: this process's gate only
+                now = time.monotonic()
+                if now - gate.started < self.cooldown_seconds:
+                    return ExtractionOutcome(False, "cooldown")
+                gate.started = now
+                return self._extract(messages)
+            return self._extract_leased(leases, messages)
         finally:
             gate.lock.release()
 
+    def _extract_leased(self, leases: RunLeases, messages: list[Any]) -> ExtractionOutcome:
+        token = new_token()
+        lease_ms = round(self.lease_seconds * 1000)
+        try:
+            refused = leases.acquire(_LEASE, token, lease_ms, round(self.cooldown_seconds * 1000))
+        except StoreClosedError:
+            raise
+        except SqlmemError as exc:
+            return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
+        if refused is not None:
+            return ExtractionOutcome(False, refused)
+        try:
+            return self._extract(messages)
+        finally:
+            try:
+                leases.release(_LEASE, token)
+            except SqlmemError:  # the lease expires by itself; the run's outcome stands
+                _log.warning("workspace extractor: could not give back its lease", exc_info=True)
+
     def _extract(self, messages: list[Any]) -> ExtractionOutcome:
+        """The model call and its writes; once more when MEMORY.md or PROFILE.md changed
+        during the call (the rewrite must replace the text the model read)."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                return self._extract_once(messages)
+            except RevisionConflictError as exc:
+                if attempt == _ATTEMPTS:
+                    return ExtractionOutcome(
+                        True,
+                        "conflict",
+                        error=f"another writer changed the documents during each of "
+                        f"{_ATTEMPTS} model calls ({exc}); nothing changed",
+                    )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _extract_once(self, messages: list[Any]) -> ExtractionOutcome:
         docs = self.db.docs
         try:
             memory_doc, profile_doc = docs.read("MEMORY.md"), docs.read("PROFILE.md")
@@ -176,10 +239,14 @@ class WorkspaceExtractor:
             raise
         except SqlmemError as exc:
             return ExtractionOutcome(False, "storage failed", error=f"{type(exc).__name__}: {exc}")
-        memory = memory_doc.content if memory_doc else ""
-        profile = profile_doc.content if profile_doc else ""
+        read = {
+            "MEMORY.md": (memory_doc.content, memory_doc.revision) if memory_doc else ("", 0),
+            "PROFILE.md": (profile_doc.content, profile_doc.revision) if profile_doc else ("", 0),
+        }
         transcript = "\n".join(format_message(m, limit=MAX_MESSAGE_CHARS) for m in messages)
-        prompt = EXTRACTION_PROMPT.format(memory=memory, profile=profile, transcript=transcript)
+        prompt = EXTRACTION_PROMPT.format(
+            memory=read["MEMORY.md"][0], profile=read["PROFILE.md"][0], transcript=transcript
+        )
         answer, problem = ask_json(self.complete, prompt)
         fields: dict[str, str] = {}
         should, reason = False, ""
@@ -193,11 +260,13 @@ class WorkspaceExtractor:
             return ExtractionOutcome(True, "model answer unusable", error=problem)
         if not should:
             return ExtractionOutcome(True, reason or "nothing to remember")
-        return self._apply(fields, memory, profile, reason)
+        return self._apply(fields, read, reason)
 
     def _apply(
-        self, fields: dict[str, str], memory: str, profile: str, reason: str
+        self, fields: dict[str, str], read: dict[str, tuple[str, int]], reason: str
     ) -> ExtractionOutcome:
+        """In one transaction; RevisionConflictError (nothing written) when a document the
+        model rewrote is no longer at the revision read before the call."""
         docs, updated = self.db.docs, []
         today: date = datetime.now(timezone.utc).date()
         try:
@@ -206,15 +275,16 @@ class WorkspaceExtractor:
                 if entry:
                     docs.append_daily(entry, day=today)
                     updated.append(daily_path(today))
-                for path, new, old in (
-                    ("MEMORY.md", fields["memory_update"], memory),
-                    ("PROFILE.md", fields["profile_update"], profile),
+                for path, new in (
+                    ("MEMORY.md", fields["memory_update"]),
+                    ("PROFILE.md", fields["profile_update"]),
                 ):
+                    old, revision = read[path]
                     if new.strip() and new != old:
-                        written = docs.write(path, new)
+                        written = docs.write(path, new, expected_revision=revision)
                         if written.created or written.overwritten:
                             updated.append(path)
-        except StoreClosedError:
+        except (StoreClosedError, RevisionConflictError):
             raise
         except SqlmemError as exc:  # InvalidArgumentError here: the model's text refused
             return ExtractionOutcome(True, "storage failed", error=f"{type(exc).__name__}: {exc}")

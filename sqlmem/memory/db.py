@@ -28,6 +28,7 @@ from .docs import InMemoryDocumentStore
 from .facts import InMemoryFactStore
 from .history import InMemoryHistoryStore
 from .maintenance import CheckReport
+from .run_leases import InMemoryRunLeases
 
 __all__ = ["InMemoryDB", "open"]
 
@@ -55,6 +56,7 @@ class InMemoryDB:
         self.history = InMemoryHistoryStore(self.config, embedder=embedder)
         self.facts = InMemoryFactStore(self.config, embedder=embedder)
         self.docs = InMemoryDocumentStore(self.config)
+        self.run_leases = InMemoryRunLeases()
         self._lock = threading.RLock()
         self._twins: tuple[_Twin, ...] = (self.history, self.facts, self.docs)
         for twin in self._twins:  # one lock: atomic() keeps every other thread out

@@ -31,6 +31,7 @@ from ..doc_records import (
 from ..errors import DocumentNotFoundError, InvalidArgumentError
 from ..rules.doc_blocks import split_blocks
 from ..rules.doc_folders import read_folder, write_folder
+from ..rules.doc_index_work import check_write_work
 from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
 from ..rules.documents import (
     appended,
@@ -43,6 +44,7 @@ from ..rules.documents import (
     check_content,
     check_day,
     check_doc_path,
+    check_expected_revision,
     check_prefix,
     check_revision,
     check_sort_order,
@@ -51,6 +53,7 @@ from ..rules.documents import (
     edited,
     new_flags,
     prune_below,
+    require_revision,
 )
 from ..rules.encoding import now_ms
 from ..rules.filters import check_limit, check_query
@@ -141,44 +144,69 @@ class InMemoryDocumentStore:
         *,
         enabled: bool | None = None,
         sort_order: int | None = None,
+        expected_revision: int | None = None,
     ) -> DocumentWrite:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         size = check_content(content)
         if enabled is not None:
             check_bool(enabled, "enabled")
         if sort_order is not None:
             sort_order = check_sort_order(sort_order)
         with self._lock:
+            self._require(path, expected)
+            self._check_work(path, content)
             created, overwritten, doc = self._put(path, content, size, enabled, sort_order)
             return build_write(path, created, overwritten, size, doc.revision)
 
-    def edit(self, path: str, old_text: str, new_text: str, *, replace_all: bool = False) -> int:
+    def edit(
+        self,
+        path: str,
+        old_text: str,
+        new_text: str,
+        *,
+        replace_all: bool = False,
+        expected_revision: int | None = None,
+    ) -> int:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         with self._lock:
+            self._require(path, expected)
             doc = self._docs.get(path)
             if doc is None:
                 raise _not_found(path)
-            content, count = edited(doc.content, old_text, new_text, replace_all)
+            content, count = edited(doc.content, old_text, new_text, replace_all, doc.size)
             if content != doc.content:
                 self._put(path, content, check_content(content, "edited content"), None, None)
             return count
 
-    def append(self, path: str, text: str) -> Document:
+    def append(self, path: str, text: str, *, expected_revision: int | None = None) -> Document:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         check_content(text, "text")
-        return self._append(path, text, "")
+        return self._append(path, text, "", expected)
 
     def append_daily(self, text: str, *, day: date | None = None) -> Document:
         check_content(text, "text")
         when = check_day(day)
-        return self._append(daily_path(when), text, daily_heading(when))
+        return self._append(daily_path(when), text, daily_heading(when), None)
 
-    def _append(self, path: str, text: str, heading: str) -> Document:
+    def _append(self, path: str, text: str, heading: str, expected: int | None) -> Document:
         with self._lock:
+            self._require(path, expected)
             doc = self._docs.get(path)
             content = appended(doc.content if doc is not None else heading, text)
             size = check_content(content, "appended content")
             return self._put(path, content, size, None, None)[2].document(path)
+
+    def _check_work(self, path: str, content: str) -> None:
+        """The SQLite store's bound on what one write may index (`rules.doc_index_work`)."""
+        doc = self._docs.get(path)
+        check_write_work(path, None if doc is None else doc.content, content)
+
+    def _require(self, path: str, expected: int | None) -> None:
+        doc = self._docs.get(path)
+        require_revision(path, expected, None if doc is None else doc.revision)
 
     def delete(self, path: str) -> None:
         check_doc_path(path)
@@ -204,6 +232,7 @@ class InMemoryDocumentStore:
         with self._lock:
             content = self._revision_content(path, number)
             size = check_content(content)
+            self._check_work(path, content)
             created, overwritten, doc = self._put(path, content, size, None, None)
             return build_write(path, created, overwritten, size, doc.revision)
 
@@ -211,6 +240,8 @@ class InMemoryDocumentStore:
         found, skipped = read_folder(folder)
         created = updated = unchanged = 0
         with self._lock:
+            for path, content in found:
+                self._check_work(path, content)
             for path, content in found:
                 new, changed, _ = self._put(path, content, check_content(content), None, None)
                 created += new

@@ -28,6 +28,7 @@ from .engine import Engine, Pools
 from .facts import PostgresFactStore
 from .history import PostgresHistoryStore
 from .maintenance import CheckReport
+from .run_leases import PostgresRunLeases
 
 __all__ = [
     "CheckReport",
@@ -143,6 +144,8 @@ class PostgresDB:
         self.history = PostgresHistoryStore(self._engine, embedder)
         self.facts = PostgresFactStore(self._engine, embedder)
         self.docs = PostgresDocumentStore(self._engine)
+        #: The agent's one-run-at-a-time and cooldown state (the workspace extractor's).
+        self.run_leases = PostgresRunLeases(self._engine)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:

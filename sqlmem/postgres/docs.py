@@ -49,6 +49,7 @@ from ..rules.documents import (
     check_content,
     check_day,
     check_doc_path,
+    check_expected_revision,
     check_prefix,
     check_revision,
     check_sort_order,
@@ -57,6 +58,7 @@ from ..rules.documents import (
     edited,
     new_flags,
     prune_below,
+    require_revision,
 )
 from ..rules.encoding import now_ms
 from ..rules.filters import check_limit, check_query
@@ -71,6 +73,8 @@ from .ranking import best, lexemes, single_lexemes, tsquery
 __all__ = ["PostgresDocumentStore"]
 
 _MAX_LIMIT = 2**62
+#: `_put`'s row when the caller has not read it yet.
+_UNREAD = object()
 
 
 class _Put(NamedTuple):
@@ -108,42 +112,58 @@ class PostgresDocumentStore:
         *,
         enabled: bool | None = None,
         sort_order: int | None = None,
+        expected_revision: int | None = None,
     ) -> DocumentWrite:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         size = check_content(content)
         if enabled is not None:
             check_bool(enabled, "enabled")
         if sort_order is not None:
             sort_order = check_sort_order(sort_order)
         with self._engine.write() as conn:
-            done = self._put(conn, path, content, size, enabled, sort_order, now_ms())
+            row = self._locked_row(conn, path)
+            require_revision(path, expected, None if row is None else row[2])
+            done = self._put(conn, path, content, size, enabled, sort_order, now_ms(), row)
         return build_write(path, done.created, done.overwritten, size, done.revision)
 
-    def edit(self, path: str, old_text: str, new_text: str, *, replace_all: bool = False) -> int:
+    def edit(
+        self,
+        path: str,
+        old_text: str,
+        new_text: str,
+        *,
+        replace_all: bool = False,
+        expected_revision: int | None = None,
+    ) -> int:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         with self._engine.write() as conn:
             row = self._locked_row(conn, path)
+            require_revision(path, expected, None if row is None else row[2])
             if row is None:
                 raise _not_found(path)
-            content, count = edited(row[6], old_text, new_text, replace_all)
+            content, count = edited(row[6], old_text, new_text, replace_all, row[5])
             if content != row[6]:
                 size = check_content(content, "edited content")
                 self._put(conn, path, content, size, None, None, now_ms(), row)
         return count
 
-    def append(self, path: str, text: str) -> Document:
+    def append(self, path: str, text: str, *, expected_revision: int | None = None) -> Document:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         check_content(text, "text")
-        return self._append(path, text, "")
+        return self._append(path, text, "", expected)
 
     def append_daily(self, text: str, *, day: date | None = None) -> Document:
         check_content(text, "text")
         when = check_day(day)
-        return self._append(daily_path(when), text, daily_heading(when))
+        return self._append(daily_path(when), text, daily_heading(when), None)
 
-    def _append(self, path: str, text: str, heading: str) -> Document:
+    def _append(self, path: str, text: str, heading: str, expected: int | None) -> Document:
         with self._engine.write() as conn:
             row = self._locked_row(conn, path)
+            require_revision(path, expected, None if row is None else row[2])
             content = appended(row[6] if row else heading, text)
             size = check_content(content, "appended content")
             done = self._put(conn, path, content, size, None, None, now_ms(), row)
@@ -218,13 +238,13 @@ class PostgresDocumentStore:
         enabled: bool | None,
         sort_order: int | None,
         now: int,
-        row: tuple[Any, ...] | None = None,
+        row: tuple[Any, ...] | object | None = _UNREAD,
     ) -> _Put:
         """Store `content` at `path` inside the caller's transaction (`row`: the
-        `_locked_row` when the caller already read it)."""
-        if row is None:
+        `_locked_row` when the caller already read it, None when there is no document)."""
+        if row is _UNREAD:
             row = self._locked_row(conn, path)
-        if row is None:
+        if not isinstance(row, tuple):
             on, order = new_flags(path, enabled, sort_order)
             params = self._key(path, enabled=on, order=order, size=size, now=now)
             conn.execute(sql.INSERT, {**params, "content": encode(content)})

@@ -7,10 +7,11 @@ order; the records are the same, and an import does not depend on their order.)
 
 Import is the SQLite import's merge, idempotent:
 - a document record replaces the stored document of its path when its revision is
-  higher, or equal with a later `updated_at`; the replaced content is kept as the
-  revision it was when the new one is higher (nothing is lost by importing a sibling's
-  file), then revisions are pruned to `StoreConfig.doc_revisions`. An equal or older
-  record writes nothing, so a second import adds nothing;
+  higher, or equal with a later `updated_at`; the replaced content is always kept as the
+  revision it was (nothing is lost by importing a sibling's file): when the numbers are
+  equal and the contents differ, the record's content becomes the next revision. Then
+  revisions are pruned to `StoreConfig.doc_revisions`. An equal or older record writes
+  nothing, so a second import adds nothing;
 - a revision record is added when its document is stored, has no revision of that
   number, and the number is below the current one and among the last `doc_revisions`.
 Search blocks are written by the document store's own indexing (`doc_index`: a new
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..rules.doc_blocks import split_blocks
-from ..rules.documents import prune_below
+from ..rules.documents import imported_revision, prune_below
 from ..rules.export_format import DocumentRow, ImportCounts, RevisionRow, iso_from_ms
 from . import transfer_sql as sql
 from .codec import decode, encode
@@ -104,11 +105,13 @@ def import_document(db: PostgresDB, conn: Conn, row: DocumentRow, counts: Import
         counts.documents_skipped += 1
         return
     keep = db.config.doc_revisions
-    if keep > 0 and revision < row.revision:
+    old_content = decode(old)
+    number = imported_revision(revision, old_content, row.revision, row.content)
+    if keep > 0 and revision < number:
         conn.execute(sql.KEEP_CURRENT, key)
-    conn.execute(sql.REPLACE_DOCUMENT, values)
-    conn.execute(PRUNE_REVISIONS, {**key, "below": prune_below(row.revision, keep)})
-    write_blocks(conn, compiler, key, decode(old), row.content)
+    conn.execute(sql.REPLACE_DOCUMENT, {**values, "revision": number})
+    conn.execute(PRUNE_REVISIONS, {**key, "below": prune_below(number, keep)})
+    write_blocks(conn, compiler, key, old_content, row.content)
     counts.documents += 1
 
 

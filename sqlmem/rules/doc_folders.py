@@ -8,7 +8,12 @@ Safety, the whole point of this module:
   folder is ever read or written, whatever races with us.
 - Export writes each file under a temporary name (O_EXCL, mode 0600) and renames it over
   the final name: a reader never sees half a file, and a symlink in the file's place is
-  itself replaced, never its target. Folders it creates are 0700.
+  itself replaced, never its target. Folders it creates are 0700. The temporary name has
+  a fixed length, so any name `write()` accepted fits the file system's limit.
+- Export checks every name before it writes any file: a name longer than the folder's
+  file system allows, or a document that would need to be a folder too (`a.md` beside
+  `a.md/b.md`), is refused with InvalidArgumentError naming it, and nothing is written
+  (not half the documents, then a failure).
 - Import reads only regular `.md` files whose path is a valid document path; symlinks,
   other files (FIFOs are never opened), invalid names, non-UTF-8 text and files over the
   size limit are skipped and counted.
@@ -21,7 +26,7 @@ import logging
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..errors import InvalidArgumentError, SqlmemError, map_os_error
@@ -54,6 +59,7 @@ def write_folder(folder: object, documents: Iterable[tuple[str, str]]) -> int:
     returns how many were written (a stored path that is not a valid document path is
     skipped, with a warning)."""
     root = _folder(folder)
+    rows = _checked_names(root, documents)
     try:
         for missing in reversed([p for p in (root, *root.parents) if not p.exists()]):
             with contextlib.suppress(FileExistsError):
@@ -63,17 +69,58 @@ def write_folder(folder: object, documents: Iterable[tuple[str, str]]) -> int:
         raise map_os_error(exc, root, "cannot open the export folder") from exc
     count = 0
     try:
-        for path, content in documents:
-            # Checked again here: the file may have been written by another SQLite client,
-            # and a path like '../x.md' must never reach the file system.
-            if not is_doc_path(path):
-                _log.warning("export_dir: skipped the document %r: not a valid path", path)
-                continue
+        for path, content in rows:
             _write_one(root_fd, root, path, content)
             count += 1
     finally:
         os.close(root_fd)
     return count
+
+
+def _checked_names(root: Path, documents: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The documents to write, once every name is known to be writable (see the module
+    docstring); a stored path that is not a valid document path (written by another
+    SQLite client: '../x.md' must never reach the file system) is skipped with a warning."""
+    rows = []
+    for path, content in documents:
+        if is_doc_path(path):
+            rows.append((path, content))
+        else:
+            _log.warning("export_dir: skipped the document %r: not a valid path", path)
+    name_max = _name_max(root)
+    folders = {path[:at] for path, _ in rows for at in _slashes(path)}
+    for path, _ in rows:
+        if path in folders:
+            raise InvalidArgumentError(
+                f"export_dir: document {path!r} cannot be written: other documents need a "
+                f"folder of that name ({path + '/'!r}...); no file was written"
+            )
+        for part in path.split("/"):
+            if len(part.encode("utf-8")) > name_max:
+                raise InvalidArgumentError(
+                    f"export_dir: document {path!r} cannot be written: {part!r} is longer "
+                    f"than the {name_max} bytes a name may have there; no file was written"
+                )
+    return rows
+
+
+def _slashes(path: str) -> Iterator[int]:
+    at = path.find("/")
+    while at >= 0:
+        yield at
+        at = path.find("/", at + 1)
+
+
+def _name_max(root: Path) -> int:
+    """The longest file name the export folder's file system takes (255 when unknown, or
+    when the folder does not exist yet: the usual limit)."""
+    for where in (root, *root.parents):
+        try:
+            limit = int(os.pathconf(where, "PC_NAME_MAX"))
+        except (OSError, ValueError):
+            continue
+        return limit if limit > 0 else 255
+    return 255
 
 
 def _write_one(root_fd: int, root: Path, path: str, content: str) -> None:
@@ -91,7 +138,7 @@ def _write_one(root_fd: int, root: Path, path: str, content: str) -> None:
                     exc, root / path, "a folder on the way is a symlink or a file"
                 ) from exc
             fds.append(where)
-        temp = f".{name}.{secrets.token_hex(6)}.tmp"  # hidden: import skips it
+        temp = f".sqlmem-{secrets.token_hex(8)}.tmp"  # hidden: import skips it; any name fits
         try:
             fd = os.open(temp, _WRITE_FLAGS, 0o600, dir_fd=where)
             try:

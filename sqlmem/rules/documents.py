@@ -15,7 +15,7 @@ from datetime import date, datetime, timezone
 from typing import Any
 
 from ..doc_records import Document, DocumentHit, DocumentInfo, DocumentWrite, RevisionInfo
-from ..errors import EditMismatchError, InvalidArgumentError
+from ..errors import EditMismatchError, InvalidArgumentError, RevisionConflictError
 from .encoding import dt_from_ms
 from .rows import _unvalidated
 
@@ -32,14 +32,17 @@ __all__ = [
     "check_content",
     "check_day",
     "check_doc_path",
+    "check_expected_revision",
     "check_prefix",
     "check_revision",
     "check_sort_order",
     "daily_heading",
     "daily_path",
     "edited",
+    "imported_revision",
     "new_flags",
     "prune_below",
+    "require_revision",
     "utf8_size",
 ]
 
@@ -152,6 +155,33 @@ def check_revision(value: Any) -> int:
     return check_sort_order(value, "revision")
 
 
+def check_expected_revision(value: Any) -> int | None:
+    """`expected_revision`: None (no check), or the revision the caller read (0: the
+    document must not exist)."""
+    if value is None:
+        return None
+    number = check_sort_order(value, "expected_revision")
+    if number < 0:
+        raise InvalidArgumentError(f"expected_revision must be >= 0, got {number}")
+    return number
+
+
+def require_revision(path: str, expected: int | None, current: int | None) -> None:
+    """RevisionConflictError unless the document (`current`: its revision, None when it
+    does not exist) is still at `expected`: the first thing a change checks, so a writer
+    that read an older revision learns it before anything else is said about its change."""
+    if expected is None:
+        return
+    now = 0 if current is None else current
+    if now != expected:
+        state = "does not exist" if current is None else f"is at revision {current}"
+        wanted = "not to exist" if expected == 0 else f"at revision {expected}"
+        raise RevisionConflictError(
+            f"document {path!r} {state}; the change expected it {wanted} "
+            "(another writer changed it): nothing was changed"
+        )
+
+
 def check_day(day: Any) -> date:
     """`append_daily`'s day: a date (default today in UTC); a datetime counts by its
     UTC date (a naive one is taken as UTC)."""
@@ -180,24 +210,40 @@ def new_flags(path: str, enabled: bool | None, sort_order: int | None) -> tuple[
     )
 
 
-def edited(content: str, old_text: Any, new_text: Any, replace_all: Any) -> tuple[str, int]:
+def edited(
+    content: str, old_text: Any, new_text: Any, replace_all: Any, size: int | None = None
+) -> tuple[str, int]:
     """`content` with `old_text` replaced: (new content, replacements), or
-    EditMismatchError saying how many times `old_text` was found."""
+    EditMismatchError saying how many times `old_text` was found.
+
+    The size of the result is worked out from the counts first (`size`: the content's
+    UTF-8 bytes, when the caller knows them) and a result over the limit is refused
+    before it is built: one `replace_all` of a short text by a long one could otherwise
+    ask for gigabytes."""
+    found, at = _occurrences(content, old_text, new_text, replace_all)
+    _edited_bytes(content, old_text, new_text, found, size)
+    if at < 0:
+        return content.replace(old_text, new_text), found
+    return content[:at] + new_text + content[at + len(old_text) :], 1
+
+
+def _occurrences(content: str, old_text: Any, new_text: Any, replace_all: Any) -> tuple[int, int]:
+    """(replacements, where the single one starts, or -1 for `replace_all`)."""
     if not isinstance(old_text, str) or not isinstance(new_text, str):
         raise InvalidArgumentError("edit: old_text and new_text must be str")
     check_bool(replace_all, "replace_all")
     if not old_text:
         raise EditMismatchError("edit: old_text is empty; give the exact text to replace")
+    _utf8(new_text, "new_text")
     if replace_all:
         found = content.count(old_text)
         if found:
-            return content.replace(old_text, new_text), found
+            return found, -1
     else:
         # One scan for the usual case (found once), not a count and then a replace.
         at = content.find(old_text)
-        end = at + len(old_text)
-        if at >= 0 and content.find(old_text, end) < 0:
-            return content[:at] + new_text + content[end:], 1
+        if at >= 0 and content.find(old_text, at + len(old_text)) < 0:
+            return 1, at
         found = content.count(old_text)
     if found == 0:
         raise EditMismatchError("edit: old_text was found 0 times in the document")
@@ -205,6 +251,17 @@ def edited(content: str, old_text: Any, new_text: Any, replace_all: Any) -> tupl
         f"edit: old_text was found {found} times; give more context to make it unique, "
         "or pass replace_all=True"
     )
+
+
+def _edited_bytes(content: str, old_text: str, new_text: str, found: int, size: int | None) -> int:
+    before = utf8_size(content) if size is None else size
+    after = before + found * (utf8_size(new_text) - utf8_size(old_text))
+    if after > MAX_CONTENT_BYTES:
+        raise InvalidArgumentError(
+            f"edited content would be {after} bytes of UTF-8 ({found} replacements); a "
+            f"document holds at most {MAX_CONTENT_BYTES} (10 MiB): nothing was changed"
+        )
+    return after
 
 
 def appended(content: str, text: str) -> str:
@@ -221,6 +278,16 @@ def daily_path(day: date) -> str:
 def daily_heading(day: date) -> str:
     """A new daily note's start: its heading line and a blank line."""
     return f"# {day.isoformat()}\n\n"
+
+
+def imported_revision(stored: int, stored_content: str, imported: int, content: str) -> int:
+    """The revision an imported document record takes over a stored one it replaces (the
+    import merge: a higher number, or the same number with a later `updated_at`). Its own
+    number, unless that is the stored one's and the contents differ: then the next, so
+    the stored content is kept as the revision it was, never overwritten unrecorded."""
+    if imported <= stored and content != stored_content:
+        return stored + 1
+    return imported
 
 
 def prune_below(revision: int, keep: int) -> int:

@@ -24,6 +24,7 @@ from .items import fill_fingerprints
 from .maintenance import CheckReport
 from .message_vectors_sql import count_without_vectors as count_messages_without_vectors
 from .migrations import read_user_version
+from .run_leases import SQLiteRunLeases
 from .vectors_sql import count_without_vectors
 
 __all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
@@ -93,6 +94,9 @@ class MemoryDB:
         self.facts = SQLiteFactStore(self._engine, embedder)
         #: The workspace documents (SPEC 14): MEMORY.md, PROFILE.md, daily notes ...
         self.docs = SQLiteDocumentStore(self._engine)
+        #: One-run-at-a-time and cooldown state shared by every process on the file (the
+        #: workspace extractor's gate).
+        self.run_leases = SQLiteRunLeases(self._engine)
 
     @property
     def engine(self) -> Engine:

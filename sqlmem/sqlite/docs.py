@@ -6,14 +6,20 @@ content and flags; `document_revisions` the previous contents, pruned to
 content cut into blocks (runs of non-blank lines) with their line numbers, indexed by
 `document_blocks_fts` through triggers.
 
-Where the blocks are cut: in Python, in the write's own transaction. The split (line
-numbers, blank lines) and the CJK segmentation of the indexed text are rules the
-in-memory twin applies too (`rules.documents.split_blocks`, `search.query.segment`);
-doing it in SQL would write them twice, and a recursive CTE over lines is neither cheap
-nor readable. Only the blocks around a change are deleted and inserted (the blocks after
-it get new line numbers, which the FTS triggers ignore; see `_write_blocks`), so editing
-one passage of a large document re-indexes that passage. One transaction holds the content, the kept
-revision, the pruning and the blocks: a crash leaves the previous revision whole.
+Where the blocks are cut: in Python. A small document (`doc_index.SMALL`, 64 KiB) is
+read and changed in one short transaction, its blocks cut under the write lock (well
+under a millisecond); a larger one is read and its blocks cut before the lock is taken
+(`doc_index.prepare`), then written when the document is still at that revision, else
+cut again there. The split (line numbers, blank
+lines) and the CJK segmentation of the indexed text are rules the in-memory twin applies
+too (`rules.doc_blocks`, `rules.doc_index_work`, `search.query.segment`); doing it in SQL
+would write them twice, and a recursive CTE over lines is neither cheap nor readable.
+Only the blocks around a change are deleted and inserted (the blocks after it get new
+line numbers, which the FTS triggers ignore; see `doc_index`), so editing one passage of
+a large document re-indexes that passage; a change that would re-index more than one
+write may (`rules.doc_index_work`) is refused before anything is written, which bounds
+the time any document write holds the write lock. One transaction holds the content,
+the kept revision, the pruning and the blocks: a crash leaves the previous revision whole.
 
 Writes are one short `BEGIN IMMEDIATE` transaction through the engine's writer (nested
 ones, as in `import_dir` or an `atomic()` block, are savepoints); reads use a pooled
@@ -38,7 +44,6 @@ from ..doc_records import (
     RevisionInfo,
 )
 from ..errors import DocumentNotFoundError
-from ..rules.doc_blocks import Block, changed_lines, lines_between, split_blocks
 from ..rules.doc_folders import read_folder, write_folder
 from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
 from ..rules.documents import (
@@ -52,6 +57,7 @@ from ..rules.documents import (
     check_content,
     check_day,
     check_doc_path,
+    check_expected_revision,
     check_prefix,
     check_revision,
     check_sort_order,
@@ -60,11 +66,13 @@ from ..rules.documents import (
     edited,
     new_flags,
     prune_below,
+    require_revision,
 )
-from ..rules.encoding import dumps_json, now_ms
+from ..rules.encoding import now_ms
 from ..rules.filters import check_limit, check_query
-from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
+from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases
 from . import docs_sql as sql
+from .doc_index import SMALL, Prepared, prepare_from, row_for_write, small_row, write_blocks
 from .engine import Engine
 from .fts_any import capped_terms
 
@@ -101,57 +109,114 @@ class SQLiteDocumentStore:
         *,
         enabled: bool | None = None,
         sort_order: int | None = None,
+        expected_revision: int | None = None,
     ) -> DocumentWrite:
+        """A small change is made in one short transaction; a large one's blocks are cut
+        from a read outside the write lock (`doc_index.prepare`)."""
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         size = check_content(content)
         if enabled is not None:
             check_bool(enabled, "enabled")
         if sort_order is not None:
             sort_order = check_sort_order(sort_order)
+        if size <= SMALL:
+            with self._engine.write() as conn:
+                row = small_row(conn, path)
+                require_revision(path, expected, None if row is None else row[3])
+                if row is None or row[7] is not None:  # both small: cut here, quickly
+                    done = self._put(
+                        conn, path, content, size, enabled, sort_order, now_ms(), row, None, True
+                    )
+                    return build_write(path, done.created, done.overwritten, size, done.revision)
+        seen = self._seen(path)
+        require_revision(path, expected, seen[3] if seen else None)
+        prepared = prepare_from(path, seen, content, bounded=True)
         with self._engine.write() as conn:
-            done = self._put(conn, path, content, size, enabled, sort_order, now_ms())
+            row = row_for_write(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            done = self._put(
+                conn, path, content, size, enabled, sort_order, now_ms(), row, prepared, True
+            )
         return build_write(path, done.created, done.overwritten, size, done.revision)
 
-    def edit(self, path: str, old_text: str, new_text: str, *, replace_all: bool = False) -> int:
+    def edit(
+        self,
+        path: str,
+        old_text: str,
+        new_text: str,
+        *,
+        replace_all: bool = False,
+        expected_revision: int | None = None,
+    ) -> int:
+        """The replacement is built from a read outside the write lock (its size worked
+        out from the counts before it is built); under the lock it is stored when the
+        document is still at the revision read, else built again there."""
         check_doc_path(path)
-        with self._engine.write() as conn:
-            row: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-            if not row:
+        expected = check_expected_revision(expected_revision)
+        with self._engine.write() as conn:  # a small document: all of it here, quickly
+            row = small_row(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            if row is None:
                 raise _not_found(path)
-            content, count = edited(row[0][7], old_text, new_text, replace_all)
-            if content != row[0][7]:
+            if row[7] is not None:  # (its result is at most 10 MiB: sized before it is built)
+                content, count = edited(row[7], old_text, new_text, replace_all, row[6])
+                if content != row[7]:
+                    size = check_content(content, "edited content")
+                    self._put(conn, path, content, size, None, None, now_ms(), row)
+                return count
+        seen = self._seen(path)
+        require_revision(path, expected, seen[3] if seen else None)
+        if seen is None:
+            raise _not_found(path)
+        content, count = edited(seen[7], old_text, new_text, replace_all, seen[6])
+        prepared = prepare_from(path, seen, content, bounded=False) if content != seen[7] else None
+        with self._engine.write() as conn:
+            row = row_for_write(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            if row is None:
+                raise _not_found(path)
+            if row[3] != seen[3]:  # changed since the read: build it again on this one
+                content, count = edited(row[7], old_text, new_text, replace_all, row[6])
+            if content != row[7]:
                 size = check_content(content, "edited content")
-                self._put(conn, path, content, size, None, None, now_ms(), row[0])
+                self._put(conn, path, content, size, None, None, now_ms(), row, prepared)
         return count
 
-    def append(self, path: str, text: str) -> Document:
+    def append(self, path: str, text: str, *, expected_revision: int | None = None) -> Document:
         check_doc_path(path)
+        expected = check_expected_revision(expected_revision)
         check_content(text, "text")
-        return self._append(path, text, "")
+        return self._append(path, text, "", expected)
 
     def append_daily(self, text: str, *, day: date | None = None) -> Document:
         check_content(text, "text")
         when = check_day(day)
-        return self._append(daily_path(when), text, daily_heading(when))
+        return self._append(daily_path(when), text, daily_heading(when), None)
 
-    def _append(self, path: str, text: str, heading: str) -> Document:
+    def _append(self, path: str, text: str, heading: str, expected: int | None) -> Document:
+        with self._engine.write() as conn:  # a small document: all of it here, quickly
+            row = small_row(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            old = heading if row is None else row[7]
+            if old is not None and len(old) + len(text) < SMALL // 4:  # <= SMALL bytes
+                content = appended(old, text)
+                size = check_content(content, "appended content")
+                done = self._put(conn, path, content, size, None, None, now_ms(), row)
+                return _document(path, content, size, done)
+        seen = self._seen(path)
+        require_revision(path, expected, seen[3] if seen else None)
+        content = appended(seen[7] if seen else heading, text)
+        check_content(content, "appended content")
+        prepared = prepare_from(path, seen, content, bounded=False)
         with self._engine.write() as conn:
-            row: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-            content = appended(row[0][7] if row else heading, text)
+            row = row_for_write(conn, path)
+            require_revision(path, expected, None if row is None else row[3])
+            if (row[3] if row else 0) != prepared.revision:  # changed since the read
+                content = appended(row[7] if row else heading, text)
             size = check_content(content, "appended content")
-            done = self._put(
-                conn, path, content, size, None, None, now_ms(), row[0] if row else None
-            )
-        return build_document(
-            path,
-            content,
-            done.enabled,
-            done.sort_order,
-            done.revision,
-            done.created_ms,
-            done.updated_ms,
-            size,
-        )
+            done = self._put(conn, path, content, size, None, None, now_ms(), row, prepared)
+        return _document(path, content, size, done)
 
     def delete(self, path: str) -> None:
         check_doc_path(path)
@@ -179,19 +244,33 @@ class SQLiteDocumentStore:
     def restore(self, path: str, revision: int) -> DocumentWrite:
         check_doc_path(path)
         number = check_revision(revision)
-        with self._engine.write() as conn:
+        with self._engine.read() as conn:  # the blocks are cut before the write lock
             content = _revision_content(conn, path, number)
+            seen: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
+        prepared = prepare_from(path, seen[0] if seen else None, content, bounded=True)
+        with self._engine.write() as conn:
+            content = _revision_content(conn, path, number)  # a numbered revision: the same
             size = check_content(content)
-            done = self._put(conn, path, content, size, None, None, now_ms())
+            row = row_for_write(conn, path)
+            done = self._put(conn, path, content, size, None, None, now_ms(), row, prepared, True)
         return build_write(path, done.created, done.overwritten, size, done.revision)
 
     def import_dir(self, folder: str | os.PathLike[str]) -> DocumentImport:
         found, skipped = read_folder(folder)  # before the write lock: file reads are slow
+        for _, content in found:
+            check_content(content)
+        # Cut before the write lock too; a file that would index more than one write may
+        # is refused here, before anything is written.
+        plans = [
+            prepare_from(path, self._seen(path), content, bounded=True) for path, content in found
+        ]
         created = updated = unchanged = 0
         now = now_ms()
         with self._engine.write() as conn:  # one transaction: all files or none
-            for path, content in found:
-                done = self._put(conn, path, content, check_content(content), None, None, now)
+            for (path, content), prepared in zip(found, plans, strict=True):
+                size = check_content(content)
+                row = row_for_write(conn, path)
+                done = self._put(conn, path, content, size, None, None, now, row, prepared, True)
                 created += done.created
                 updated += done.overwritten
                 unchanged += not (done.created or done.overwritten)
@@ -208,17 +287,21 @@ class SQLiteDocumentStore:
         enabled: bool | None,
         sort_order: int | None,
         now: int,
-        row: Any = None,
+        row: Any,
+        prepared: Prepared | None = None,
+        bounded: bool = False,
     ) -> _Put:
-        """Store `content` at `path` inside the caller's transaction (`row`: the
-        SELECT_FOR_WRITE row when the caller already read it)."""
-        if row is None:
-            found = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-            row = found[0] if found else None
+        """Store `content` at `path` inside the caller's transaction (`row`: its
+        SELECT_FOR_WRITE row, read in this transaction; None: no document there).
+        `prepared`: the blocks cut outside the lock, used when the document is still at
+        the revision they were cut from; `bounded`: a whole new content from the caller
+        (write, restore, import_dir), refused when it would index more than one write may."""
+        if prepared is not None and prepared.revision != (row[3] if row else 0):
+            prepared = None
         if row is None:
             on, order = new_flags(path, enabled, sort_order)
             pk = conn.execute(sql.INSERT, (path, int(on), order, size, now, now, content)).get
-            _write_blocks(conn, pk, None, content)
+            write_blocks(conn, path, pk, None, content, prepared, bounded=bounded)
             return _Put(True, False, on, order, 1, now, now)
         pk, old_on, old_order, revision, created_ms, updated_ms = row[:6]
         on = bool(old_on) if enabled is None else enabled
@@ -231,9 +314,16 @@ class SQLiteDocumentStore:
         if keep > 0:
             conn.execute(sql.KEEP_REVISION, (pk,))
         conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(revision + 1, keep)))
+        write_blocks(conn, path, pk, row[7], content, prepared, bounded=bounded)
         conn.execute(sql.UPDATE_CONTENT, (content, size, revision + 1, now, int(on), order, pk))
-        _write_blocks(conn, pk, row[7], content)
         return _Put(False, True, on, order, revision + 1, created_ms, now)
+
+    def _seen(self, path: str) -> Any:
+        """The SELECT_FOR_WRITE row as it is now (None: no document), read outside the
+        write lock (inside an `atomic()` block, on its connection: its own writes)."""
+        with self._engine.read() as conn:
+            found: list[Any] = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
+        return found[0] if found else None
 
     # -- reads --------------------------------------------------------------------------
 
@@ -315,6 +405,19 @@ class SQLiteDocumentStore:
         return write_folder(folder, rows)
 
 
+def _document(path: str, content: str, size: int, done: _Put) -> Document:
+    return build_document(
+        path,
+        content,
+        done.enabled,
+        done.sort_order,
+        done.revision,
+        done.created_ms,
+        done.updated_ms,
+        size,
+    )
+
+
 def _not_found(path: str) -> DocumentNotFoundError:
     return DocumentNotFoundError(f"no document at {path!r}")
 
@@ -333,49 +436,3 @@ def _revision_content(conn: apsw.Connection, path: str, revision: int) -> str:
             f"{path!r} has no revision {revision} (current {current}; pruned or never written)"
         )
     return str(found[0][0])
-
-
-def _write_blocks(conn: apsw.Connection, pk: int, old: str | None, new: str) -> None:
-    """Bring the document's blocks from `old`'s to `new`'s (`old` None: a new document).
-
-    Only the blocks around the change are replaced (`changed_lines`: the lines that
-    differ, widened to the blocks that touch them, which a change may merge or split);
-    the blocks after it move by the change in line count, a column update the FTS
-    triggers ignore. So editing one passage of a large document re-indexes that passage,
-    and costs about the same on a 20 KB document as on a small one.
-    """
-    if old is None:
-        _insert_blocks(conn, pk, split_blocks(new), 0)
-        return
-    change = changed_lines(old, new)
-    rows: list[Any] = conn.execute(
-        sql.BLOCKS_AROUND, (pk, change.old_last + 1, change.first - 1)
-    ).fetchall()
-    first = min([change.first, *(start for _, start, _ in rows)])
-    old_last = max([change.old_last, *(end for _, _, end in rows)])
-    delta = change.new_last - change.old_last
-    if len(rows) == 1:  # the usual edit: one block (one statement, no json_each)
-        conn.execute(sql.DELETE_BLOCK, (rows[0][0],))
-    elif rows:
-        conn.execute(sql.DELETE_BLOCKS, (dumps_json([bpk for bpk, _, _ in rows]),))
-    if delta:
-        conn.execute(sql.SHIFT_BLOCKS, (delta, pk, old_last))
-    region = lines_between(new, change, first, old_last + delta)
-    _insert_blocks(conn, pk, split_blocks(region), first - 1)
-
-
-def _insert_blocks(conn: apsw.Connection, pk: int, blocks: list[Block], offset: int) -> None:
-    if len(blocks) == 1:
-        b = blocks[0]
-        conn.execute(
-            sql.INSERT_BLOCK,
-            (pk, b.start_line + offset, b.end_line + offset, b.text, segment(b.text)),
-        )
-    elif blocks:
-        conn.executemany(
-            sql.INSERT_BLOCK,
-            [
-                (pk, b.start_line + offset, b.end_line + offset, b.text, segment(b.text))
-                for b in blocks
-            ],
-        )

@@ -33,6 +33,7 @@ __all__ = [
     "SEARCH",
     "SEARCH_PREFIX",
     "SELECT_FOR_WRITE",
+    "SELECT_SMALL_FOR_WRITE",
     "SET_ENABLED",
     "SET_SORT_ORDER",
     "SHIFT_BLOCKS",
@@ -50,6 +51,13 @@ READ = (
 SELECT_FOR_WRITE = (
     "SELECT pk, enabled, sort_order, revision, created_at, updated_at, size, content"
     " FROM documents WHERE path = ?"
+)
+#: SELECT_FOR_WRITE with the content only when it is at most ?2 bytes (NULL otherwise):
+#: a small document is changed in one read under the write lock, a large one is not read
+#: there at all.
+SELECT_SMALL_FOR_WRITE = (
+    "SELECT pk, enabled, sort_order, revision, created_at, updated_at, size,"
+    " CASE WHEN size <= ?2 THEN content END FROM documents WHERE path = ?1"
 )
 INSERT = (
     "INSERT INTO documents (path, enabled, sort_order, revision, size, created_at,"

@@ -5,13 +5,16 @@ short read), as `export.py` does for messages and facts.
 
 Import is a merge, idempotent like the rest of the import:
 - a document record replaces the stored document of its path when its revision is
-  higher, or equal with a later `updated_at`; a replaced content that no revision holds
-  yet is kept as the revision it was (nothing is lost by importing an older file's
-  sibling). An equal record writes nothing, so a second import adds nothing;
+  higher, or equal with a later `updated_at`; a replaced content is always kept as the
+  revision it was (nothing is lost by importing a sibling's file). When the numbers are
+  equal and the contents differ (two copies edited apart), the record's content becomes
+  the next revision, so the stored one keeps its number. An equal record writes nothing,
+  and neither does a second import;
 - a revision record is added when its document has no revision of that number, the
   number is below the current revision, and it is among the last
   `StoreConfig.doc_revisions` (the same pruning rule as writes).
-Blocks and their full-text entries are written by the store's own `_write_blocks`.
+Blocks and their full-text entries are written by the store's own `doc_index.write_blocks`,
+without the bound on one write's indexing: an import is a bulk operation in batches.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..rules.documents import prune_below
+from ..rules.documents import imported_revision, prune_below
 from ..rules.export_format import DocumentRow, ImportCounts, RevisionRow, iso_from_ms
 from . import docs_sql as sql
-from .docs import _write_blocks
+from .doc_index import write_blocks
 
 if TYPE_CHECKING:
     import apsw
@@ -105,18 +108,19 @@ def import_document(
     )
     if not stored:
         pk = conn.execute(_INSERT, (row.path, *values)).get
-        _write_blocks(conn, pk, None, row.content)
+        write_blocks(conn, row.path, pk, None, row.content, bounded=False)
         counts.documents += 1
         return
     pk, revision, updated, old = stored[0]
     if (row.revision, row.updated_ms) <= (revision, updated):
         counts.documents_skipped += 1
         return
-    if keep > 0 and revision < row.revision:
+    number = imported_revision(revision, old, row.revision, row.content)
+    if keep > 0 and revision < number:
         conn.execute(_KEEP_CURRENT, (pk,))
-    conn.execute(_REPLACE, (*values, pk))
-    conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(row.revision, keep)))
-    _write_blocks(conn, pk, old, row.content)
+    conn.execute(_REPLACE, (*values[:2], number, *values[3:], pk))
+    conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(number, keep)))
+    write_blocks(conn, row.path, pk, old, row.content, bounded=False)
     counts.documents += 1
 
 

@@ -32,6 +32,7 @@ from ..errors import (
     EditMismatchError,
     FactNotFoundError,
     InvalidArgumentError,
+    RevisionConflictError,
     StorageBusyError,
     StoreClosedError,
 )
@@ -191,7 +192,7 @@ def _unknown_tool(name: object, tools: MemoryTools) -> str:
 
 
 def _code(exc: Exception) -> ErrorCode:
-    if isinstance(exc, EditMismatchError):
+    if isinstance(exc, (EditMismatchError, RevisionConflictError)):
         return "conflict"
     if isinstance(exc, (ArgumentError, InvalidArgumentError)):
         return "invalid_arguments"

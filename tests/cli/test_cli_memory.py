@@ -53,8 +53,15 @@ def test_maintain_expires_merges_and_checkpoints(
 
 
 def test_vacuum(capsys: pytest.CaptureFixture[str], path: Path) -> None:
+    # Space to reclaim: on a fresh file with nothing deleted, the rebuilt schema table may
+    # pack one page less tightly than the one the migrations built, so "never larger" is
+    # not what vacuum promises; giving back deleted facts' pages is.
+    with sqlmem.open(path) as db:
+        gone = [db.facts.index(Fact(content=f"scratch {i} " + "x" * 2000)) for i in range(60)]
+        for fact_id in gone:
+            db.facts.delete(fact_id)
     data = run_json(capsys, "vacuum", str(path))
-    assert data["bytes_after"] <= data["bytes_before"]
+    assert data["bytes_after"] < data["bytes_before"] - 60 * 2000
     with sqlmem.open(path) as db:
         assert db.facts.count() == 2
 

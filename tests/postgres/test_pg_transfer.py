@@ -347,8 +347,10 @@ def test_a_revision_without_its_document_is_skipped(open_pg: Callable[..., Any])
     ])  # fmt: skip
     assert (counts.documents, counts.revisions) == (1, 0)
     found = pg.docs.read("MEMORY.md")
-    assert found is not None and (found.content, found.enabled, found.revision) == ("y", False, 3)
-    assert [r.revision for r in pg.docs.revisions("MEMORY.md")] == [1]  # no revision 3 kept
+    # the replaced "x" is kept as the revision 3 it was; "y" becomes the next revision
+    assert found is not None and (found.content, found.enabled, found.revision) == ("y", False, 4)
+    assert [r.revision for r in pg.docs.revisions("MEMORY.md")] == [3, 1]
+    assert pg.docs.read_revision("MEMORY.md", 3) == "x"
     assert [h.text for h in pg.docs.search("y x")] == ["y"]
     assert pg.check().ok
 
