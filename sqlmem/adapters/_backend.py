@@ -1,10 +1,14 @@
-"""What every adapter holds: one `MemoryDB`, and threads to run its calls off the event
+"""What every adapter holds: one database, and threads to run its calls off the event
 loop.
 
-An adapter takes `db_or_path`: a `MemoryDB` or `AsyncMemoryDB` the program already has
-(the adapter then shares its engine and never closes it), or a path (the adapter opens the
-file and closes it with itself). The frameworks' interfaces are async, so calls run on a
-private `sqlmem.aio` runner: the event loop never waits for the write lock or the disk.
+An adapter takes `db_or_path`: any sqlmem database the program already has (a SQLite
+`MemoryDB`, a PostgreSQL agent, the in-memory database, or an `AsyncMemoryDB` over any of
+them; the adapter then shares it and never closes it), or a path (the adapter opens the
+file and closes it with itself). The history adapters use only `db.history`; the
+LangGraph store and savers and the byte store use the frameworks' ports
+(`sqlmem.adapters.ports`), which every shipped database offers. The frameworks'
+interfaces are async, so calls run on a private `sqlmem.aio` runner: the event loop never
+waits for the write lock or the disk.
 """
 
 from __future__ import annotations
@@ -17,15 +21,18 @@ from typing import Any, TypeVar, Union
 
 from ..aio.db import AsyncMemoryDB
 from ..aio.runner import Runner
+from ..config import DEFAULT_TOKENIZER, StoreConfig
 from ..errors import InvalidArgumentError
+from ..protocols import Database
 from ..sqlite.db import MemoryDB
+from .ports import FrameworkStorage, has_framework_storage
 
 __all__ = ["Backend", "DbOrPath", "settle"]
 
 R = TypeVar("R")
 
 #: What an adapter's `db_or_path` takes.
-DbOrPath = Union[MemoryDB, AsyncMemoryDB, str, "os.PathLike[str]"]
+DbOrPath = Union[Database, AsyncMemoryDB, str, "os.PathLike[str]"]
 
 
 class Backend:
@@ -33,17 +40,38 @@ class Backend:
 
     def __init__(self, db_or_path: DbOrPath, owner: str) -> None:
         given: object = db_or_path.sync if isinstance(db_or_path, AsyncMemoryDB) else db_or_path
-        if isinstance(given, MemoryDB):
-            self.db, self._owns_db = given, False
-        elif isinstance(given, (str, os.PathLike)):
+        self.db: Database
+        if isinstance(given, (str, os.PathLike)):
             self.db, self._owns_db = MemoryDB(given), True
+        elif isinstance(given, Database):
+            self.db, self._owns_db = given, False
         else:
             raise InvalidArgumentError(
-                f"{owner}: db_or_path must be a MemoryDB, an AsyncMemoryDB or a path, "
+                f"{owner}: db_or_path must be a sqlmem database (sqlmem.open(...): a "
+                f"SQLite file, PostgreSQL or ':memory:'), an AsyncMemoryDB or a path, "
                 f"not {type(given).__name__}"
             )
+        self._owner = owner
         # One or two threads in practice: they start on demand (up to the runner's cap).
         self._runner = Runner(name=owner, owner=self.db)
+
+    @property
+    def storage(self) -> FrameworkStorage:
+        """The database's key-value and checkpoint ports."""
+        if not has_framework_storage(self.db):
+            raise InvalidArgumentError(
+                f"{self._owner}: {type(self.db).__name__} holds no key-value or checkpoint "
+                "records; give it a database from sqlmem.open(...)"
+            )
+        return self.db
+
+    @property
+    def tokenizer(self) -> str:
+        """The tokenizer of the database's full-text search (the file's own for SQLite)."""
+        if isinstance(self.db, MemoryDB):
+            return self.db.engine.tokenizer
+        config = getattr(self.db, "config", None)  # every shipped backend has one
+        return config.tokenizer if isinstance(config, StoreConfig) else DEFAULT_TOKENIZER
 
     async def run(self, call: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """`call(*args, **kwargs)` on a runner thread, awaited."""

@@ -42,10 +42,9 @@ from langchain_core.messages import (
 from langchain_core.stores import BaseStore
 
 from ..errors import InvalidArgumentError
+from ..protocols import Database
 from ..records import Message, Role, ToolCall
 from ..rules.checks import check_session_id, check_text
-from ..sqlite.db import MemoryDB
-from ..sqlite.kv import SQLiteKeyValueStore
 from ._backend import Backend, DbOrPath
 
 __all__ = [
@@ -72,7 +71,7 @@ _CHAT_ROLES: dict[str, Role] = {
 class SqlmemChatMessageHistory(BaseChatMessageHistory):
     """LangChain's `BaseChatMessageHistory` over one session of a sqlmem database.
 
-    `db_or_path`: a `MemoryDB` or `AsyncMemoryDB` (shared; `close()` leaves it open) or a
+    `db_or_path`: any sqlmem database or an `AsyncMemoryDB` (shared; `close()` leaves it open) or a
     path (opened here, closed by `close()`).
     """
 
@@ -81,8 +80,8 @@ class SqlmemChatMessageHistory(BaseChatMessageHistory):
         self._backend = Backend(db_or_path, "SqlmemChatMessageHistory")
 
     @property
-    def db(self) -> MemoryDB:
-        """The `MemoryDB` the history lives in."""
+    def db(self) -> Database:
+        """The database the history lives in."""
         return self._backend.db
 
     @property
@@ -130,10 +129,10 @@ class SqlmemByteStore(BaseStore[str, bytes]):
         self.namespace = namespace
         self._ns = self.TAG + namespace
         self._backend = Backend(db_or_path, "SqlmemByteStore")
-        self._kv = SQLiteKeyValueStore(self._backend.db.engine)
+        self._kv = self._backend.storage.kv
 
     @property
-    def db(self) -> MemoryDB:
+    def db(self) -> Database:
         return self._backend.db
 
     def mget(self, keys: Sequence[str]) -> list[bytes | None]:

@@ -43,9 +43,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..errors import InvalidArgumentError
-from ..sqlite.checkpoints import CheckpointRow, SQLiteCheckpointStore
-from ..sqlite.db import MemoryDB
+from ..protocols import Database
 from ._backend import Backend, DbOrPath
+from .ports import CheckpointRow
 
 __all__ = ["AsyncSqlmemSaver", "SqlmemSaver"]
 
@@ -56,17 +56,17 @@ _ALIST_BATCH = 64
 class SqlmemSaver(BaseCheckpointSaver[str]):
     """LangGraph checkpoints and pending writes in a sqlmem memory file.
 
-    `db_or_path`: a `MemoryDB` / `AsyncMemoryDB` to share (never closed here) or a path
+    `db_or_path`: any sqlmem database or an `AsyncMemoryDB` to share (never closed here) or a path
     (opened here, closed by `close()`). `serde`: LangGraph's serializer (default: its
     JsonPlusSerializer)."""
 
     def __init__(self, db_or_path: DbOrPath, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
         self._backend = Backend(db_or_path, type(self).__name__)
-        self._store = SQLiteCheckpointStore(self._backend.db.engine)
+        self._store = self._backend.storage.checkpoints
 
     @property
-    def db(self) -> MemoryDB:
+    def db(self) -> Database:
         return self._backend.db
 
     def close(self) -> None:

@@ -29,15 +29,14 @@ from langgraph.store.base import (
 )
 
 from ..errors import InvalidArgumentError
+from ..protocols import Database
 from ..rules.encoding import dt_from_ms, dumps_json
 from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
-from ..sqlite.db import MemoryDB
-from ..sqlite.kv import KVRow, SQLiteKeyValueStore
-from ..sqlite.kv_search import SQLiteKVSearch
 from ._backend import Backend, DbOrPath
 from .langgraph_filter import at, compile_filter, matches, single_equality
 from .langgraph_index import Prepared, StoreIndex, fuse, rank_by_vectors
+from .ports import KVRow
 
 __all__ = ["SqlmemStore", "decode_namespace", "encode_namespace"]
 
@@ -81,7 +80,7 @@ def _decode_namespace(text: str) -> tuple[str, ...]:
 class SqlmemStore(BaseStore):
     """LangGraph's `BaseStore` over a sqlmem database; sync and async on one object.
 
-    `db_or_path`: a `MemoryDB` or `AsyncMemoryDB` (shared; `close()` leaves it open) or a
+    `db_or_path`: any sqlmem database or an `AsyncMemoryDB` (shared; `close()` leaves it open) or a
     path (opened here, closed by `close()`).
     """
 
@@ -107,12 +106,12 @@ class SqlmemStore(BaseStore):
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
         self._backend = Backend(db_or_path, "SqlmemStore")
-        self._kv = SQLiteKeyValueStore(self._backend.db.engine)
-        self._search_sql = SQLiteKVSearch(self._backend.db.engine)
-        self._compiler = compiler_for(self._backend.db.engine.tokenizer)
+        self._kv = self._backend.storage.kv
+        self._search_sql = self._backend.storage.kv_search
+        self._compiler = compiler_for(self._backend.tokenizer)
 
     @property
-    def db(self) -> MemoryDB:
+    def db(self) -> Database:
         return self._backend.db
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:

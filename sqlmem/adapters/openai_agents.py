@@ -32,8 +32,10 @@ from typing import Any
 from agents.memory.session_settings import SessionSettings
 
 from ..errors import InvalidArgumentError
+from ..protocols import Database
 from ..records import Message, Role, ToolCall
 from ..rules.checks import check_session_id
+from ..sqlite.db import MemoryDB
 from ..sqlite.session_items import read_items
 from ._backend import Backend, DbOrPath
 
@@ -57,7 +59,7 @@ _ROLES: dict[str, Role] = {
 class SqlmemSession:
     """The SDK's `Session` protocol over one session of a sqlmem database.
 
-    `db_or_path`: a `MemoryDB` or `AsyncMemoryDB` (shared; `close()` leaves it open) or a
+    `db_or_path`: any sqlmem database or an `AsyncMemoryDB` (shared; `close()` leaves it open) or a
     path (opened here, closed by `close()`). `limit`: how many of the latest items
     `get_items()` returns when called without one (None: all); the SDK reads it as
     `session_settings.limit`.
@@ -74,7 +76,7 @@ class SqlmemSession:
 
     @property
     def db(self) -> Any:
-        """The `MemoryDB` the session lives in (its history, facts, maintenance)."""
+        """The database the session lives in (its history, facts, maintenance)."""
         return self._backend.db
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
@@ -87,7 +89,7 @@ class SqlmemSession:
             limit = None
         elif limit == 0:
             return []
-        return await self._backend.run(_items, self._backend.db.engine, self.session_id, limit)
+        return await self._backend.run(_items, self._backend.db, self.session_id, limit)
 
     async def add_items(self, items: list[Any]) -> None:
         """Append the items in order, in one transaction: all of them or none."""
@@ -110,7 +112,12 @@ class SqlmemSession:
         self._backend.close()
 
     def __repr__(self) -> str:
-        return f"<SqlmemSession {self.session_id!r} in {str(self._backend.db.path)!r}>"
+        return f"<SqlmemSession {self.session_id!r} in {_where(self._backend.db)!r}>"
+
+
+def _where(db: Database) -> str:
+    """The file of a SQLite database, else what the database calls itself."""
+    return str(db.path) if isinstance(db, MemoryDB) else repr(db)
 
 
 def _check_limit(limit: Any) -> int:
@@ -159,10 +166,17 @@ def item_from_message(message: Message) -> Any:
     return _easy_item(message.role, message.content, message.tool_call_id)
 
 
-def _items(engine: Any, session_id: str, limit: int | None) -> list[Any]:
-    """The items of `read_items`' rows, decoded on the runner's thread (as the SDK's
-    SQLiteSession decodes on its worker), not on the event loop."""
-    return [_item_from_row(row) for row in read_items(engine, session_id, limit)]
+def _items(db: Database, session_id: str, limit: int | None) -> list[Any]:
+    """The session's items, decoded on the runner's thread (as the SDK's SQLiteSession
+    decodes on its worker), not on the event loop. A SQLite file reads the four columns
+    an item needs (`read_items`); other backends read the messages."""
+    if isinstance(db, MemoryDB):
+        return [_item_from_row(row) for row in read_items(db.engine, session_id, limit)]
+    if limit is None:
+        messages = db.history.get_all(session_id)
+    else:
+        messages = db.history.get_recent(session_id, limit, pair_safe=False)
+    return [item_from_message(message) for message in messages]
 
 
 #: Metadata is compact JSON text we wrote, usually exactly `{"openai_agents_item":

@@ -24,9 +24,11 @@ from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..protocols import Embedder
 from . import maintenance
+from .checkpoints import InMemoryCheckpointStore
 from .docs import InMemoryDocumentStore
 from .facts import InMemoryFactStore
 from .history import InMemoryHistoryStore
+from .kv import InMemoryKeyValueStore, InMemoryKVSearch
 from .maintenance import CheckReport
 from .run_leases import InMemoryRunLeases
 
@@ -57,8 +59,19 @@ class InMemoryDB:
         self.facts = InMemoryFactStore(self.config, embedder=embedder)
         self.docs = InMemoryDocumentStore(self.config)
         self.run_leases = InMemoryRunLeases()
+        #: The frameworks' records (`sqlmem.adapters.ports`): key-value items, their
+        #: vectors, LangGraph checkpoints; undone with the rest by `atomic()`.
+        self.kv = InMemoryKeyValueStore()
+        self.kv_search = InMemoryKVSearch(self.kv)
+        self.checkpoints = InMemoryCheckpointStore()
         self._lock = threading.RLock()
-        self._twins: tuple[_Twin, ...] = (self.history, self.facts, self.docs)
+        self._twins: tuple[_Twin, ...] = (
+            self.history,
+            self.facts,
+            self.docs,
+            self.kv.state,
+            self.checkpoints,
+        )
         for twin in self._twins:  # one lock: atomic() keeps every other thread out
             twin._lock = self._lock
         self._closed = False

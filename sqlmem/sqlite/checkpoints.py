@@ -14,30 +14,24 @@ history never sits in memory at once and no read holds a connection between page
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..errors import InvalidArgumentError
+from ..adapters.ports import CheckpointRow, WriteRow
+from ..rules.checkpoint_checks import (
+    check_search,
+    check_strategy,
+)
+from ..rules.checkpoint_checks import (
+    checked_key as _checked_key,
+)
+from ..rules.checkpoint_checks import (
+    texts as _texts,
+)
 from ..rules.checks import check_text
 from ..rules.encoding import dumps_json
 from .engine import Engine
 
 __all__ = ["CheckpointRow", "SQLiteCheckpointStore", "WriteRow"]
-
-#: (task_id, channel, value type, value bytes) of one pending write, in LangGraph's order.
-WriteRow = tuple[str, str, str, bytes]
-
-
-class CheckpointRow(NamedTuple):
-    """One stored checkpoint with its pending writes (bytes as the serde wrote them)."""
-
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_checkpoint_id: str | None
-    checkpoint: tuple[str, bytes]
-    metadata: tuple[str, bytes]
-    writes: list[WriteRow]
-
 
 _PUT = """
 INSERT OR REPLACE INTO lg_checkpoints(thread_id, checkpoint_ns, checkpoint_id,
@@ -118,7 +112,6 @@ DELETE FROM lg_checkpoints WHERE thread_id = ?1 AND checkpoint_id < (
 
 #: Checkpoints read per snapshot by `search`.
 SEARCH_PAGE = 100
-PRUNE_STRATEGIES = ("keep_latest", "delete")
 
 
 class SQLiteCheckpointStore:
@@ -186,14 +179,7 @@ class SQLiteCheckpointStore:
         before: str | None,
     ) -> Iterator[CheckpointRow]:
         """Matching checkpoints, newest first (None: no condition), lazily by pages."""
-        for value, name in (
-            (thread_id, "thread_id"),
-            (ns, "checkpoint_ns"),
-            (checkpoint_id, "checkpoint_id"),
-            (before, "before"),
-        ):
-            if value is not None:
-                check_text(value, name)
+        check_search(thread_id, ns, checkpoint_id, before)
         return self._search((thread_id, ns, checkpoint_id, before))
 
     def _search(self, where: tuple[str | None, ...]) -> Iterator[CheckpointRow]:
@@ -238,10 +224,7 @@ class SQLiteCheckpointStore:
         """`keep_latest`: the newest checkpoint of each namespace stays; `delete`: all go.
         One transaction for all the threads."""
         wanted = _texts(thread_ids, "thread_ids")
-        if strategy not in PRUNE_STRATEGIES:
-            raise InvalidArgumentError(
-                f"prune: strategy must be one of {PRUNE_STRATEGIES}, got {strategy!r}"
-            )
+        check_strategy(strategy)
         with self._engine.write() as conn:
             for thread_id in wanted:
                 if strategy == "delete":
@@ -267,22 +250,3 @@ def _row(conn: Any, row: Sequence[Any]) -> CheckpointRow:
         (row[6], row[7]),
         writes,
     )
-
-
-def _checked_key(key: tuple[str, str, str]) -> tuple[str, str, str]:
-    thread_id, ns, checkpoint_id = key
-    return (
-        check_text(thread_id, "thread_id"),
-        check_text(ns, "checkpoint_ns"),
-        check_text(checkpoint_id, "checkpoint_id"),
-    )
-
-
-def _texts(values: Any, name: str) -> list[str]:
-    if isinstance(values, (str, bytes)):
-        raise InvalidArgumentError(f"{name} must be a sequence of str, not one string")
-    try:
-        items = list(values)
-    except TypeError as exc:
-        raise InvalidArgumentError(f"{name} must be a sequence of str") from exc
-    return [check_text(v, f"{name}[{i}]") for i, v in enumerate(items)]

@@ -16,11 +16,14 @@ from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
 from ..rules.paths import absolute_path
 from . import backup, maintenance
+from .checkpoints import SQLiteCheckpointStore
 from .docs import SQLiteDocumentStore
 from .engine import Engine
 from .facts import SQLiteFactStore
 from .history import SQLiteHistoryStore, index_unsearchable_messages
 from .items import fill_fingerprints
+from .kv import SQLiteKeyValueStore
+from .kv_search import SQLiteKVSearch
 from .maintenance import CheckReport
 from .message_vectors_sql import count_without_vectors as count_messages_without_vectors
 from .migrations import read_user_version
@@ -97,6 +100,11 @@ class MemoryDB:
         #: One-run-at-a-time and cooldown state shared by every process on the file (the
         #: workspace extractor's gate).
         self.run_leases = SQLiteRunLeases(self._engine)
+        #: The frameworks' records in the file (`sqlmem.adapters.ports`): key-value items,
+        #: their vectors, LangGraph checkpoints.
+        self.kv = SQLiteKeyValueStore(self._engine)
+        self.kv_search = SQLiteKVSearch(self._engine)
+        self.checkpoints = SQLiteCheckpointStore(self._engine)
 
     @property
     def engine(self) -> Engine:

@@ -17,15 +17,32 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..errors import InvalidArgumentError
+from ..adapters.ports import KVRow
 from ..rules.checks import check_text
 from ..rules.encoding import dumps_json, now_ms
+from ..rules.kv_checks import (
+    bytes_value as _bytes,
+)
+from ..rules.kv_checks import (
+    check_key as _check_key,
+)
+from ..rules.kv_checks import (
+    check_namespace as _check_namespace,
+)
+from ..rules.kv_checks import (
+    check_ttl_ms,
+    prefix_upper_bound,
+)
+from ..rules.kv_checks import (
+    checked_keys as _checked_keys,
+)
+from ..rules.kv_checks import (
+    pairs as _pairs,
+)
 from .engine import Engine
 
 __all__ = ["KVRow", "SQLiteKeyValueStore", "prefix_upper_bound"]
 
-#: (namespace, key, value, created_at ms, updated_at ms) of one live row.
-KVRow = tuple[str, str, bytes, int, int]
 
 _GET = """
 SELECT key, value FROM kv
@@ -86,22 +103,6 @@ ORDER BY namespace
 
 #: Keys read per snapshot by `keys()`.
 KEYS_PAGE = 1000
-_MAX_CODE_POINT = 0x10FFFF
-_SURROGATES = range(0xD800, 0xE000)
-
-
-def prefix_upper_bound(prefix: str) -> str | None:
-    """The least string greater than every string starting with `prefix` (None: no such
-    string, every key from `prefix` on matches). Code point order, surrogates skipped
-    (UTF-8 cannot hold them, so no key has one)."""
-    chars = list(prefix)
-    while chars:
-        last = ord(chars.pop()) + 1
-        if last in _SURROGATES:
-            last = _SURROGATES.stop
-        if last <= _MAX_CODE_POINT:
-            return "".join(chars) + chr(last)
-    return None
 
 
 class SQLiteKeyValueStore:
@@ -162,12 +163,7 @@ class SQLiteKeyValueStore:
         """Store every pair in one transaction (a key given twice: the last value wins);
         with `ttl_ms`, they expire that many milliseconds from now (or from a refresh)."""
         _check_namespace(namespace)
-        if ttl_ms is not None and (
-            isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int) or not 0 < ttl_ms < 2**53
-        ):
-            raise InvalidArgumentError(
-                f"ttl_ms must be None or an int from 1 to 2**53, got {ttl_ms!r}"
-            )
+        check_ttl_ms(ttl_ms)
         now = now_ms()
         rows = [
             (namespace, _check_key(key, f"pairs[{i}][0]"), _bytes(value, i), now, ttl_ms)
@@ -221,34 +217,3 @@ class SQLiteKeyValueStore:
         with self._engine.write() as conn:
             conn.execute(_SWEEP, (now_ms(),))
             return int(conn.changes())
-
-
-def _check_namespace(namespace: Any) -> None:
-    check_text(namespace, "namespace")
-
-
-def _check_key(key: Any, name: str) -> str:
-    return check_text(key, name)
-
-
-def _checked_keys(keys: Any) -> list[str]:
-    if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
-        raise InvalidArgumentError("keys must be a sequence of str")
-    return [_check_key(key, f"keys[{i}]") for i, key in enumerate(keys)]
-
-
-def _pairs(pairs: Any) -> Iterable[Sequence[Any]]:
-    if isinstance(pairs, (str, bytes, dict)) or not isinstance(pairs, Iterable):
-        raise InvalidArgumentError("key_value_pairs must be a sequence of (str, bytes) pairs")
-    for i, pair in enumerate(pairs):
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise InvalidArgumentError(f"key_value_pairs[{i}] must be a (key, value) pair")
-        yield pair
-
-
-def _bytes(value: Any, i: int) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    raise InvalidArgumentError(f"key_value_pairs[{i}][1] must be bytes, not {type(value).__name__}")

@@ -30,15 +30,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..adapters.ports import KVRow, KVVectorRow
 from ..rules.checks import check_text
 from ..rules.encoding import now_ms
 from .engine import Engine
-from .kv import KVRow, prefix_upper_bound
+from .kv import prefix_upper_bound
 
 __all__ = ["KVVectorRow", "SQLiteKVSearch"]
 
-#: (namespace, key, vector BLOB) of one stored vector.
-KVVectorRow = tuple[str, str, bytes]
 
 _INSERT = """
 INSERT OR REPLACE INTO kv_vectors(namespace, key, field, dims, vector)
