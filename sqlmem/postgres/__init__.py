@@ -23,10 +23,12 @@ from ..agent_ids import validate_agent_id
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StoreClosedError
 from ..rules.embedder import check_embedder
+from .checkpoints import PostgresCheckpointStore
 from .docs import PostgresDocumentStore
 from .engine import Engine, Pools
 from .facts import PostgresFactStore
 from .history import PostgresHistoryStore
+from .kv import PostgresKeyValueStore, PostgresKVSearch
 from .maintenance import CheckReport
 from .run_leases import PostgresRunLeases
 
@@ -146,6 +148,11 @@ class PostgresDB:
         self.docs = PostgresDocumentStore(self._engine)
         #: The agent's one-run-at-a-time and cooldown state (the workspace extractor's).
         self.run_leases = PostgresRunLeases(self._engine)
+        #: The frameworks' records of the agent (`sqlmem.adapters.ports`): key-value
+        #: items, their vectors, LangGraph checkpoints.
+        self.kv = PostgresKeyValueStore(self._engine)
+        self.kv_search = PostgresKVSearch(self.kv, self._engine)
+        self.checkpoints = PostgresCheckpointStore(self._engine)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
