@@ -8,8 +8,14 @@
 -- namespace prefix is one range of the primary key and paging is keyset paging.
 -- `write_seq` orders writes made in the same millisecond (the SQLite file's rowid).
 -- Times are unix ms; `expires_at` NULL never expires; reads skip expired rows.
+-- A namespace or key may be longer than a btree entry holds (LangGraph namespaces of a
+-- thousand labels): rows are keyed by the sha256 of each, and namespace ranges use an index
+-- on the first 1024 bytes (truncation keeps the order, so the range on the truncated bytes
+-- contains the exact one).
 CREATE TABLE kv (
     agent_id   text COLLATE "C" NOT NULL,
+    ns_hash    bytea NOT NULL,
+    key_hash   bytea NOT NULL,
     namespace  bytea NOT NULL,
     key        bytea NOT NULL,
     value      bytea NOT NULL,
@@ -18,28 +24,29 @@ CREATE TABLE kv (
     ttl_ms     bigint,
     expires_at bigint,
     write_seq  bigint GENERATED ALWAYS AS IDENTITY,
-    PRIMARY KEY (agent_id, namespace, key)
+    PRIMARY KEY (agent_id, ns_hash, key_hash)
 );
+CREATE INDEX kv_namespaces ON kv (agent_id, substring(namespace FROM 1 FOR 1024));
 CREATE INDEX kv_expiry ON kv (agent_id, expires_at) WHERE expires_at IS NOT NULL;
 
 -- One float32 unit-length vector per embedded field of an item; gone with the item (the
 -- cascade) or when its value changes (the trigger, in the same statement).
 CREATE TABLE kv_vectors (
     agent_id  text COLLATE "C" NOT NULL,
-    namespace bytea NOT NULL,
-    key       bytea NOT NULL,
+    ns_hash   bytea NOT NULL,
+    key_hash  bytea NOT NULL,
     field     bytea NOT NULL,
     dims      integer NOT NULL CHECK (dims > 0),
     vector    bytea NOT NULL CHECK (length(vector) = 4 * dims),
-    PRIMARY KEY (agent_id, namespace, key, field),
-    FOREIGN KEY (agent_id, namespace, key)
-        REFERENCES kv (agent_id, namespace, key) ON DELETE CASCADE
+    PRIMARY KEY (agent_id, ns_hash, key_hash, field),
+    FOREIGN KEY (agent_id, ns_hash, key_hash)
+        REFERENCES kv (agent_id, ns_hash, key_hash) ON DELETE CASCADE
 );
 
 CREATE FUNCTION sqlmem_kv_vectors_stale() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM kv_vectors
-    WHERE agent_id = NEW.agent_id AND namespace = NEW.namespace AND key = NEW.key;
+    WHERE agent_id = NEW.agent_id AND ns_hash = NEW.ns_hash AND key_hash = NEW.key_hash;
     RETURN NULL;
 END
 $$;

@@ -11,6 +11,7 @@ has); a search without a filter pages in SQL.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -34,39 +35,45 @@ __all__ = ["PostgresKVSearch", "PostgresKeyValueStore"]
 _LIVE = "(expires_at IS NULL OR expires_at > %(now)s)"
 _ROW_COLUMNS = "namespace, key, value, created_at, updated_at"
 _ROWS = f"""SELECT {_ROW_COLUMNS} FROM kv
-WHERE agent_id = %(agent)s AND namespace = %(ns)s AND key = ANY(%(keys)s) AND {_LIVE}"""
+WHERE agent_id = %(agent)s AND ns_hash = %(nsh)s AND key_hash = ANY(%(khs)s) AND {_LIVE}"""
 _ROW = f"""SELECT {_ROW_COLUMNS} FROM kv
-WHERE agent_id = %(agent)s AND namespace = %(ns)s AND key = %(key)s AND {_LIVE}"""
-_UNDER = """agent_id = %(agent)s AND namespace >= %(lo)s
-  AND (%(hi)s::bytea IS NULL OR namespace < %(hi)s::bytea)"""
+WHERE agent_id = %(agent)s AND ns_hash = %(nsh)s AND key_hash = %(kh)s AND {_LIVE}"""
+# The truncated bounds select through the kv_namespaces index; the exact ones decide.
+_UNDER = """agent_id = %(agent)s
+  AND substring(namespace FROM 1 FOR 1024) >= substring(%(lo)s FROM 1 FOR 1024)
+  AND (%(hi)s::bytea IS NULL
+      OR substring(namespace FROM 1 FOR 1024) <= substring(%(hi)s::bytea FROM 1 FOR 1024))
+  AND namespace >= %(lo)s AND (%(hi)s::bytea IS NULL OR namespace < %(hi)s::bytea)"""
 _SCAN = f"""SELECT {_ROW_COLUMNS} FROM kv WHERE {_UNDER} AND {_LIVE}
 ORDER BY updated_at DESC, write_seq DESC LIMIT %(limit)s OFFSET %(offset)s"""
 _NAMESPACES = f"SELECT DISTINCT namespace FROM kv WHERE {_UNDER} AND {_LIVE} ORDER BY namespace"
-_VECTORS = """SELECT v.namespace, v.key, v.vector FROM kv_vectors AS v
-JOIN kv ON kv.agent_id = v.agent_id AND kv.namespace = v.namespace AND kv.key = v.key
-WHERE v.agent_id = %(agent)s AND v.namespace >= %(lo)s
-  AND (%(hi)s::bytea IS NULL OR v.namespace < %(hi)s::bytea) AND v.dims = %(dims)s
+_VECTORS = f"""SELECT kv.namespace, kv.key, v.vector FROM kv
+JOIN kv_vectors AS v ON v.agent_id = kv.agent_id AND v.ns_hash = kv.ns_hash
+    AND v.key_hash = kv.key_hash
+WHERE {_UNDER.replace("agent_id", "kv.agent_id")} AND v.dims = %(dims)s
   AND (kv.expires_at IS NULL OR kv.expires_at > %(now)s)"""
-_UPSERT = """INSERT INTO kv (agent_id, namespace, key, value, created_at, updated_at, ttl_ms,
-    expires_at)
-VALUES (%(agent)s, %(ns)s, %(key)s, %(value)s, %(now)s, %(now)s, %(ttl)s::bigint,
-    %(now)s::bigint + %(ttl)s::bigint)
-ON CONFLICT (agent_id, namespace, key) DO UPDATE SET value = excluded.value,
+_UPSERT = """INSERT INTO kv (agent_id, ns_hash, key_hash, namespace, key, value, created_at,
+    updated_at, ttl_ms, expires_at)
+VALUES (%(agent)s, %(nsh)s, %(kh)s, %(ns)s, %(key)s, %(value)s, %(now)s, %(now)s,
+    %(ttl)s::bigint, %(now)s::bigint + %(ttl)s::bigint)
+ON CONFLICT (agent_id, ns_hash, key_hash) DO UPDATE SET value = excluded.value,
     updated_at = excluded.updated_at, ttl_ms = excluded.ttl_ms,
     expires_at = excluded.expires_at"""
-_DELETE = "DELETE FROM kv WHERE agent_id = %(agent)s AND namespace = %(ns)s AND key = ANY(%(keys)s)"
+_DELETE = (
+    "DELETE FROM kv WHERE agent_id = %(agent)s AND ns_hash = %(nsh)s AND key_hash = ANY(%(khs)s)"
+)
 _REFRESH = """UPDATE kv SET expires_at = %(now)s + ttl_ms
-WHERE agent_id = %(agent)s AND namespace = %(ns)s AND key = ANY(%(keys)s)
+WHERE agent_id = %(agent)s AND ns_hash = %(nsh)s AND key_hash = ANY(%(khs)s)
   AND ttl_ms IS NOT NULL AND expires_at > %(now)s"""
 _KEYS = f"""SELECT key FROM kv
-WHERE agent_id = %(agent)s AND namespace = %(ns)s AND key >= %(lo)s
+WHERE agent_id = %(agent)s AND ns_hash = %(nsh)s AND key >= %(lo)s
   AND (%(after)s::bytea IS NULL OR key > %(after)s::bytea)
   AND (%(hi)s::bytea IS NULL OR key < %(hi)s::bytea) AND {_LIVE}
 ORDER BY key LIMIT %(limit)s"""
 _SWEEP = "DELETE FROM kv WHERE agent_id = %(agent)s AND expires_at <= %(now)s"
-_PUT_VECTOR = """INSERT INTO kv_vectors (agent_id, namespace, key, field, dims, vector)
-VALUES (%(agent)s, %(ns)s, %(key)s, %(field)s, %(dims)s, %(vector)s)
-ON CONFLICT (agent_id, namespace, key, field) DO UPDATE SET dims = excluded.dims,
+_PUT_VECTOR = """INSERT INTO kv_vectors (agent_id, ns_hash, key_hash, field, dims, vector)
+VALUES (%(agent)s, %(nsh)s, %(kh)s, %(field)s, %(dims)s, %(vector)s)
+ON CONFLICT (agent_id, ns_hash, key_hash, field) DO UPDATE SET dims = excluded.dims,
     vector = excluded.vector"""
 
 #: Keys read per statement by `keys()`.
@@ -75,6 +82,11 @@ KEYS_PAGE = 1000
 
 def _b(text: str) -> bytes:
     return text.encode("utf-8")
+
+
+def _hash(text: str) -> bytes:
+    """The row key of a namespace or key (any length: a btree entry holds ~2.7 kB)."""
+    return hashlib.sha256(text.encode("utf-8")).digest()
 
 
 def _text(data: Any) -> str:
@@ -112,7 +124,7 @@ class PostgresKeyValueStore:
     def _rows(self, namespace: str, wanted: list[str]) -> list[KVRow]:
         if not wanted:
             return []
-        args = self._args(ns=_b(namespace), keys=[_b(k) for k in wanted])
+        args = self._args(nsh=_hash(namespace), khs=[_hash(k) for k in wanted])
         with self._engine.read() as conn:
             return [_kv_row(row) for row in conn.execute(_ROWS, args).fetchall()]
 
@@ -120,7 +132,8 @@ class PostgresKeyValueStore:
         check_namespace(namespace)
         check_key(key, "key")
         with self._engine.read() as conn:
-            row = conn.execute(_ROW, self._args(ns=_b(namespace), key=_b(key))).fetchone()
+            args = self._args(nsh=_hash(namespace), kh=_hash(key))
+            row = conn.execute(_ROW, args).fetchone()
         return None if row is None else _kv_row(row)
 
     def scan(self, prefix: str) -> list[KVRow]:
@@ -144,11 +157,12 @@ class PostgresKeyValueStore:
     ) -> None:
         check_namespace(namespace)
         check_ttl_ms(ttl_ms)
-        args = self._args(ns=_b(namespace), ttl=ttl_ms)
-        rows = [
-            {**args, "key": _b(check_key(key, f"pairs[{i}][0]")), "value": bytes_value(value, i)}
+        args = self._args(ns=_b(namespace), nsh=_hash(namespace), ttl=ttl_ms)
+        checked = [
+            (check_key(key, f"pairs[{i}][0]"), bytes_value(value, i))
             for i, (key, value) in enumerate(pairs(pairs_))
         ]
+        rows = [{**args, "key": _b(k), "kh": _hash(k), "value": v} for k, v in checked]
         if rows:
             with self._engine.write() as conn, conn.cursor() as cursor:
                 cursor.executemany(_UPSERT, rows)
@@ -163,7 +177,7 @@ class PostgresKeyValueStore:
         check_namespace(namespace)
         wanted = checked_keys(keys)
         if wanted:
-            args = self._args(ns=_b(namespace), keys=[_b(k) for k in wanted])
+            args = self._args(nsh=_hash(namespace), khs=[_hash(k) for k in wanted])
             with self._engine.write_one() as conn:
                 conn.execute(statement, args)
 
@@ -175,7 +189,7 @@ class PostgresKeyValueStore:
     def _keys(self, namespace: str, prefix: str) -> Iterator[str]:
         after: bytes | None = None
         while True:
-            args = self._args(ns=_b(namespace), **_range(prefix), after=after, limit=KEYS_PAGE)
+            args = self._args(nsh=_hash(namespace), **_range(prefix), after=after, limit=KEYS_PAGE)
             with self._engine.read() as conn:
                 page = [bytes(row[0]) for row in conn.execute(_KEYS, args).fetchall()]
             yield from (_text(key) for key in page)
@@ -198,7 +212,7 @@ class PostgresKVSearch:
     def put_vectors(self, namespace: str, key: str, rows: Sequence[tuple[str, int, bytes]]) -> None:
         if not rows:
             return
-        base = {"agent": self._engine.agent_id, "ns": _b(namespace), "key": _b(key)}
+        base = {"agent": self._engine.agent_id, "nsh": _hash(namespace), "kh": _hash(key)}
         found = [
             {**base, "field": _b(field), "dims": dims, "vector": bytes(vector)}
             for field, dims, vector in rows

@@ -47,3 +47,24 @@ async def test_conformance_on_backend(
     assert result.failures == [], result.failures
     assert result.passed is True and result.tests_passed > 0
     assert opened and not any(s.db.closed for s in opened if backend == "postgres")
+
+
+# -- the saver's own tests, over each backend ---------------------------------------------------
+
+from test_langgraph_saver import (  # noqa: E402
+    test_bad_input_is_refused_clearly,
+    test_list_pages_through_a_long_history,
+    test_metadata_whole_and_filters_by_dotted_paths,
+    test_pending_writes_read_back_in_langgraph_order,
+    test_the_saver_shares_the_file_with_the_other_stores,
+    test_versions_increase_as_strings,
+)
+
+__all__ = [
+    "test_bad_input_is_refused_clearly",
+    "test_list_pages_through_a_long_history",
+    "test_metadata_whole_and_filters_by_dotted_paths",
+    "test_pending_writes_read_back_in_langgraph_order",
+    "test_the_saver_shares_the_file_with_the_other_stores",
+    "test_versions_increase_as_strings",
+]
