@@ -4,6 +4,8 @@ agreement with the SQLite file: the same operations give the same answers everyw
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("langgraph.store.base")
 
-from backends import BACKENDS, open_backend, other_backend_db
+from backends import BACKENDS, other_backend_db
 from test_langgraph import (
     _KEYS,
     _VALUES,
@@ -37,7 +39,6 @@ from test_langgraph_index import (
     test_search_ranks_by_the_best_field_cosine,
 )
 
-import sqlmem
 from sqlmem.adapters.langgraph import SqlmemStore
 
 __all__ = [
@@ -71,3 +72,79 @@ def store(db: Any, request: pytest.FixtureRequest) -> Iterator[SqlmemStore]:
     s = SqlmemStore(db, index=index)
     yield s
     s.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.dictionaries(_KEYS, _VALUES, max_size=4), min_size=1, max_size=8),
+    st.dictionaries(_KEYS, _WANTS, max_size=2),
+    st.integers(0, 3),
+    st.integers(1, 5),
+)
+def test_filters_mean_what_they_mean_in_python(
+    db: Any,
+    values: list[dict[str, Any]],
+    conditions: dict[str, Any],
+    offset: int,
+    limit: int,
+) -> None:
+    """The backend's filtering (in Python here, SQL on the file) picks what LangGraph's
+    meaning picks, newest first, paged."""
+    from sqlmem.adapters.langgraph_filter import at, matches
+
+    store = SqlmemStore(db)
+    namespace = ("f", str(uuid.uuid4()))  # examples share the database: apart by namespace
+    for i, value in enumerate(values):
+        store.put(namespace, f"k{i}", value)
+    found = [i.key for i in store.search(namespace, filter=conditions, limit=100)]
+    page = [i.key for i in store.search(namespace, filter=conditions, limit=limit, offset=offset)]
+    store.close()
+    expected = [
+        f"k{i}"
+        for i in reversed(range(len(values)))
+        if all(matches(at(values[i], k), want) for k, want in conditions.items())
+    ]
+    assert found == expected
+    assert page == expected[offset : offset + limit]
+
+
+def test_ttl_expires_refreshes_and_sweeps(db: Any) -> None:
+    """Expiry is data on every backend: an expired item is gone from reads at once, a
+    refresh on read restarts it, the sweep deletes it (and only it)."""
+    store = SqlmemStore(db, ttl={"default_ttl": 0.0005, "refresh_on_read": True})  # 30 ms
+    store.put(("t",), "short", {"v": 1})
+    store.put(("t",), "kept", {"v": 2}, ttl=None)
+    assert store.get(("t",), "short") is not None
+    time.sleep(0.2)
+    assert store.get(("t",), "short") is None
+    assert [i.key for i in store.search(("t",))] == ["kept"]
+    assert store.list_namespaces() == [("t",)]
+    assert store.sweep_ttl() == 1
+    assert store.sweep_ttl() == 0
+    assert store.get(("t",), "kept") is not None
+    store.close()
+
+
+def test_a_rolled_back_batch_leaves_no_item_and_no_vector(db: Any) -> None:
+    """A put inside the database's atomic() that raises is undone whole, vectors too."""
+    store = SqlmemStore(db, index=INDEX)
+    with pytest.raises(RuntimeError), db.atomic():
+        store.put(("a",), "k", {"text": "red apple"})
+        raise RuntimeError("undo")
+    assert store.get(("a",), "k") is None
+    assert store.search(("a",), query="red apple") == []
+    store.put(("a",), "k", {"text": "red apple"})
+    assert [i.key for i in store.search(("a",), query="red apple")] == ["k"]
+    store.close()
+
+
+def test_nul_keys_any_plane_and_long_namespaces(db: Any) -> None:
+    store = SqlmemStore(db)
+    keys = ["a\x00b", "a", "𝄞", "\U0010ffff", "é" * 3000]
+    for key in keys:
+        store.put(("n", "é\U0010ffff", "x" * 5000), key, {"key": key})
+    for key in keys:
+        item = store.get(("n", "é\U0010ffff", "x" * 5000), key)
+        assert item is not None and item.value == {"key": key}
+    assert store.list_namespaces(prefix=("n",)) == [("n", "é\U0010ffff", "x" * 5000)]
+    store.close()
