@@ -39,11 +39,14 @@ def _examples(page: Path) -> list[tuple[str, str | None]]:
 
 @pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
 def test_page_examples_run_and_print_what_the_page_says(
-    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     examples = _examples(page)
     if not examples:
         return
+    if "SQLMEM_DOCS_POSTGRES_DSN" in page.read_text(encoding="utf-8"):
+        # A page that shows PostgreSQL runs against the tests' throwaway server.
+        monkeypatch.setenv("SQLMEM_DOCS_POSTGRES_DSN", request.getfixturevalue("pg_dsn"))
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     import tempfile
