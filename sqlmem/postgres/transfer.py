@@ -17,11 +17,9 @@ batch is written.
 The BM25 statistics (`corpus_stats`) of messages, facts and document blocks are kept exact
 in the same transactions.
 
-PostgreSQL has no tables for the frameworks' rows of format version 2 (the kv rows of the
-LangChain/LangGraph stores, LangGraph checkpoints and their pending writes: only the SQLite
-file holds them today): their records are validated like every record, then counted as skipped
-(`ImportCounts.kv_skipped`, `checkpoints_skipped`, `checkpoint_writes_skipped`), never
-stored; a PostgreSQL export holds none.
+The frameworks' records of format version 2 (the kv rows of the LangChain/LangGraph
+stores, LangGraph checkpoints and their pending writes) go to the agent's own tables, with
+the SQLite file's merge (`sqlmem.postgres.kv_transfer`), and an export carries them.
 """
 
 from __future__ import annotations
@@ -34,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..records import Fact
 from ..rules.encoding import now_ms
-from ..rules.export_blobs import CheckpointRecordRow, KVRecordRow
 from ..rules.export_format import (
     EXPORT_FORMAT,
     FORMAT_VERSION,
@@ -67,6 +64,7 @@ from .docs_sql import DOCUMENTS
 from .docs_transfer import export_documents, import_document, import_revision
 from .engine import Conn
 from .fact_params import decoded
+from .kv_transfer import export_framework_records, import_framework_row
 from .message_vectors_transfer import (
     export_message_vectors,
     has_message_vectors,
@@ -88,9 +86,9 @@ _COMPARED = ("content", "source", "category", "tags", "metadata", "layer", "kind
 
 
 def export_records(db: PostgresDB, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
-    """The header, then every message, session summary, live fact, fact vector, document
-    and kept revision of the agent, as dicts; pages by key, each its own short read.
-    `progress(n)` is called every 10,000 records."""
+    """The header, then every message, session summary, live fact, fact vector, document,
+    kept revision, live kv row, checkpoint and pending write of the agent, as dicts; pages
+    by key, each its own short read. `progress(n)` is called every 10,000 records."""
     with db._engine.read() as conn:
         row = conn.execute("SELECT max(version) FROM sqlmem_schema_version").fetchone()
     message_vectors = has_message_vectors(db)
@@ -103,7 +101,7 @@ def export_records(db: PostgresDB, progress: Progress | None = None) -> Iterator
     parts = (
         _messages(db), _summaries(db),
         export_message_vectors(db) if message_vectors else iter(()),
-        _facts(db), _vectors(db), export_documents(db),
+        _facts(db), _vectors(db), export_documents(db), export_framework_records(db),
     )  # fmt: skip
     count = 0
     for part in parts:
@@ -246,7 +244,7 @@ def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated:
     """One transaction: sessions and messages (the agent's message statistics locked first,
     as every history writer does), documents and revisions (the document corpus row
     locked next), then the facts that win (`newer_record`, then `_beats_stored`), written
-    by the fact store's own upsert, then vectors. kv and checkpoint records: skipped."""
+    by the fact store's own upsert, then vectors; kv and checkpoint records in stream order."""
     now, agent = now_ms(), db.agent_id
     winners: dict[str, Fact] = {}
     vectors: list[VectorRow] = []
@@ -274,7 +272,7 @@ def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated:
             elif isinstance(row, MessageVectorRow):  # after its message: written in order
                 import_message_vector(conn, agent, row, counts)
             elif isinstance(row, BlobRow):
-                _skip_blob(row, counts)
+                import_framework_row(conn, agent, row, now, counts)
             else:
                 seen += 1
                 best = winners.get(row.id)
@@ -294,16 +292,6 @@ def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated:
         counts.facts_skipped += seen - len(facts)
         for vector in vectors:
             _write_vector(conn, agent, vector, counts)
-
-
-def _skip_blob(row: BlobRow, counts: ImportCounts) -> None:
-    """A kv, checkpoint or pending-write record: no PostgreSQL table holds them."""
-    if isinstance(row, KVRecordRow):
-        counts.kv_skipped += 1
-    elif isinstance(row, CheckpointRecordRow):
-        counts.checkpoints_skipped += 1
-    else:
-        counts.checkpoint_writes_skipped += 1
 
 
 def _write_message(

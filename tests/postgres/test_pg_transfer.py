@@ -5,8 +5,7 @@ SQLite -> PostgreSQL -> SQLite gives the same records; importing twice adds noth
 the imported agent searches with the same BM25 scores as the SQLite file (the statistics
 came along), appends continue the seqs, and a bad record stops the import at its line.
 Workspace documents and their revisions move too, merged by the SQLite import's rules
-(the two imports agree); the frameworks' kv and checkpoint records (format 2) have no
-PostgreSQL tables and are counted as skipped.
+(the two imports agree); the frameworks' kv and checkpoint records (format 2) move too.
 """
 
 from __future__ import annotations
@@ -381,34 +380,47 @@ def test_any_documents_move_between_postgres_agents(
 # -- format 2: the frameworks' records -------------------------------------------------------
 
 
-def test_kv_and_checkpoint_records_are_counted_as_skipped(
-    open_pg: Callable[..., Any], open_db: Callable[..., sqlmem.MemoryDB]
+def test_kv_and_checkpoint_records_move_both_ways(
+    open_pg: Callable[..., Any], open_db: Callable[..., sqlmem.MemoryDB], tmp_path: Path
 ) -> None:
-    from sqlmem.sqlite.checkpoints import SQLiteCheckpointStore
-    from sqlmem.sqlite.kv import SQLiteKeyValueStore
-
+    """SQLite -> PostgreSQL -> SQLite carries the frameworks' records unchanged (keys with
+    NUL, empty values, checkpoints and pending writes); a second import stores nothing."""
     source = open_db()
-    SQLiteKeyValueStore(source.engine).set_many("langchain:ns", [("k1", b"\x00v"), ("k2", b"")])
-    saver = SQLiteCheckpointStore(source.engine)
+    source.kv.set_many("langchain:ns", [("k1", b"\x00v"), ("k\x002", b"")])
+    source.kv.set_many("langgraph:x", [("long", b"v" * 10)], ttl_ms=10**9)
+    saver = source.checkpoints
     saver.put(("t1", "", "c0"), None, ("msgpack", b"\x01"), ("json", b"{}"), None)
     saver.put(("t1", "", "c1"), "c0", ("msgpack", b"\x02"), ("json", b"{}"), "run")
     saver.put_writes(("t1", "", "c1"), [("task", 0, "ch", "msgpack", b"\x03")], "", replace=False)
     source.facts.index(Fact(id="f", content="a fact among the blobs"))
     source.history.append("s", Message(role="user", content="hello"))
     records = list(sqlite_export.export_records(source))
-    assert records[0]["format_version"] == 2
     assert {"kv", "checkpoint", "checkpoint_write"} <= {r.get("type") for r in records}
 
     pg = open_pg()
     counts = transfer.import_records(pg, iter(records))
-    assert (counts.kv, counts.checkpoints, counts.checkpoint_writes) == (0, 0, 0)
-    assert (counts.kv_skipped, counts.checkpoints_skipped, counts.checkpoint_writes_skipped) == (
-        2, 2, 1
-    )  # fmt: skip
+    assert (counts.kv, counts.checkpoints, counts.checkpoint_writes) == (3, 2, 1)
     assert (counts.facts, counts.facts_skipped, counts.messages) == (1, 0, 1)
-    assert [f.id for f in pg.facts.search("blobs")] == ["f"]
-    assert {r["type"] for r in _body(transfer.export_records(pg))} == {"message", "fact"}
-    assert pg.check().ok
+    assert pg.kv.get_many("langchain:ns", ["k1", "k\x002"]) == [b"\x00v", b""]
+    row = pg.checkpoints.get("t1", "", None)
+    assert row is not None and row.checkpoint_id == "c1" and len(row.writes) == 1
+    again = transfer.import_records(pg, iter(records))
+    assert (again.kv, again.checkpoints, again.checkpoint_writes) == (0, 0, 0)
+    assert (again.kv_skipped, again.checkpoints_skipped, again.checkpoint_writes_skipped) == (
+        3, 2, 1
+    )  # fmt: skip
+
+    exported = list(transfer.export_records(pg))
+    framework = [
+        r for r in _body(exported) if r["type"] in ("kv", "checkpoint", "checkpoint_write")
+    ]
+    expected = [r for r in _body(records) if r["type"] in ("kv", "checkpoint", "checkpoint_write")]
+    key = repr
+    assert sorted(framework, key=key) == sorted(expected, key=key)
+    back = open_db(tmp_path / "back.db")
+    sqlite_import.import_records(back, iter(exported))
+    assert back.kv.get_many("langchain:ns", ["k1", "k\x002"]) == [b"\x00v", b""]
+    assert back.checkpoints.get("t1", "", "c0") == source.checkpoints.get("t1", "", "c0")
 
 
 def test_concurrent_imports_of_one_file_store_each_document_once(
