@@ -46,7 +46,13 @@ def test_page_examples_run_and_print_what_the_page_says(
         return
     if "SQLMEM_DOCS_POSTGRES_DSN" in page.read_text(encoding="utf-8"):
         # A page that shows PostgreSQL runs against the tests' throwaway server.
-        monkeypatch.setenv("SQLMEM_DOCS_POSTGRES_DSN", request.getfixturevalue("pg_dsn"))
+        from urllib.parse import quote, urlencode
+
+        from psycopg.conninfo import conninfo_to_dict
+
+        params = {k: str(v) for k, v in conninfo_to_dict(request.getfixturevalue("pg_dsn")).items()}
+        url = f"postgresql:///{quote(params.pop('dbname', 'postgres'))}?{urlencode(params)}"
+        monkeypatch.setenv("SQLMEM_DOCS_POSTGRES_DSN", url)  # sqlmem.open knows a URL
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     import tempfile

@@ -29,3 +29,15 @@ def open_backend(request: pytest.FixtureRequest, kind: str) -> Any:
 
 def other_backend_db(request: pytest.FixtureRequest) -> Iterator[Any]:
     yield open_backend(request, request.param)
+
+
+def postgres_url(dsn: str) -> str:
+    """`dsn` as a `postgresql://` URL, what `sqlmem.open` recognises (the throwaway
+    server's DSN is in key=value form, which `sqlmem.open` would take for a file path)."""
+    from urllib.parse import quote, urlencode
+
+    from psycopg.conninfo import conninfo_to_dict
+
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+    dbname = params.pop("dbname", "postgres")
+    return f"postgresql:///{quote(dbname)}?{urlencode(params)}"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("langgraph.store.base")
 
-from backends import BACKENDS, other_backend_db
+from backends import BACKENDS, other_backend_db, postgres_url
 from test_langgraph import (
     _KEYS,
     _VALUES,
@@ -39,6 +39,7 @@ from test_langgraph_index import (
     test_search_ranks_by_the_best_field_cosine,
 )
 
+import sqlmem
 from sqlmem.adapters.langgraph import SqlmemStore
 
 __all__ = [
@@ -148,3 +149,42 @@ def test_nul_keys_any_plane_and_long_namespaces(db: Any) -> None:
         assert item is not None and item.value == {"key": key}
     assert store.list_namespaces(prefix=("n",)) == [("n", "é\U0010ffff", "x" * 5000)]
     store.close()
+
+
+def test_agents_never_see_each_others_items_or_threads(open_pg: Any, pg_dsn: str) -> None:
+    """Two agents of one PostgreSQL database (through `open_pg` and through
+    `sqlmem.open(url, agent_id=...)`): items, namespaces and searches stay apart."""
+    from sqlmem.adapters.langgraph import SqlmemSaver
+
+    first = open_pg()
+    second = sqlmem.open(postgres_url(pg_dsn), agent_id=f"other-{uuid.uuid4().hex[:8]}")
+    assert type(second).__name__ == "PostgresDB"
+    try:
+        a, b = SqlmemStore(first, index=INDEX), SqlmemStore(second, index=INDEX)
+        a.put(("ns",), "k", {"text": "only the first agent's"})
+        assert b.get(("ns",), "k") is None
+        assert b.search(("ns",)) == [] and b.search((), query="first agent") == []
+        assert b.list_namespaces() == []
+        assert [i.key for i in a.search((), query="first agent")] == ["k"]
+        saver = SqlmemSaver(first)
+        saver.put(
+            {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+            {
+                "v": 1,
+                "id": "c1",
+                "ts": "",
+                "channel_values": {},
+                "channel_versions": {},
+                "versions_seen": {},
+                "pending_sends": [],
+            },  # type: ignore[typeddict-unknown-key]
+            {},
+            {},
+        )
+        other = SqlmemSaver(second)
+        assert other.get_tuple({"configurable": {"thread_id": "t"}}) is None
+        assert list(other.list(None)) == []
+        for s in (a, b, saver, other):
+            s.close()
+    finally:
+        second.close()

@@ -20,19 +20,33 @@ Result (3.1.1): 103 of 105 pass. The two failures probe SqliteStore's internals:
 `test_vector_store_initialization` reads `store.conn` (its sqlite3 connection) and
 `test_nonnull_migrations` its `SqliteStore.MIGRATIONS` list.
 
-`from_conn_string(":memory:")` gets a fresh file in a temporary folder, removed on exit.
+`from_conn_string(":memory:")` gets a fresh file in a temporary folder, removed on exit;
+with `SQLMEM_SHIM_POSTGRES_DSN` set (a `postgresql://` URL), a fresh agent of that
+PostgreSQL database instead: the same tests then judge the store on PostgreSQL. Result
+(3.1.1, a throwaway PostgreSQL 16): the same 103 of 105 pass, the same two fail.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import sqlmem
 from sqlmem.adapters.langgraph import AsyncSqlmemStore, SqlmemStore
+
+
+def _postgres_agent() -> Any:
+    """A fresh agent of `SQLMEM_SHIM_POSTGRES_DSN` (None: the variable is not set)."""
+    dsn = os.environ.get("SQLMEM_SHIM_POSTGRES_DSN")
+    if not dsn:
+        return None
+    return sqlmem.open(dsn, agent_id=f"shim-{uuid.uuid4().hex[:12]}")  # a postgresql:// URL
 
 
 class SqliteStore(SqlmemStore):
@@ -40,14 +54,17 @@ class SqliteStore(SqlmemStore):
     @contextmanager
     def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[SqliteStore]:
         scratch = None
-        if conn_string == ":memory:":
+        agent = _postgres_agent() if conn_string == ":memory:" else None
+        if agent is None and conn_string == ":memory:":
             scratch = tempfile.mkdtemp(prefix="sqlmem-store-")
             conn_string = str(Path(scratch) / "memory.db")
-        store = cls(conn_string, **kwargs)
+        store = cls(agent if agent is not None else conn_string, **kwargs)
         try:
             yield store
         finally:
             store.close()
+            if agent is not None:
+                agent.close()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
 
@@ -62,14 +79,17 @@ class AsyncSqliteStore(AsyncSqlmemStore):
         cls, conn_string: str, **kwargs: Any
     ) -> AsyncIterator[AsyncSqliteStore]:
         scratch = None
-        if conn_string == ":memory:":
+        agent = _postgres_agent() if conn_string == ":memory:" else None
+        if agent is None and conn_string == ":memory:":
             scratch = tempfile.mkdtemp(prefix="sqlmem-store-")
             conn_string = str(Path(scratch) / "memory.db")
-        store = cls(conn_string, **kwargs)
+        store = cls(agent if agent is not None else conn_string, **kwargs)
         try:
             yield store
         finally:
             store.close()
+            if agent is not None:
+                agent.close()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
 
