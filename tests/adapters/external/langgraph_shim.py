@@ -23,7 +23,7 @@ Result (3.1.1): 103 of 105 pass. The two failures probe SqliteStore's internals:
 `from_conn_string(":memory:")` gets a fresh file in a temporary folder, removed on exit;
 with `SQLMEM_SHIM_POSTGRES_DSN` set (a `postgresql://` URL), a fresh agent of that
 PostgreSQL database instead: the same tests then judge the store on PostgreSQL. Result
-(3.1.1, a throwaway PostgreSQL 16): the same 103 of 105 pass, the same two fail.
+(3.1.1, a throwaway PostgreSQL 15): the same 103 of 105 pass, the same two fail.
 """
 
 from __future__ import annotations
