@@ -9,14 +9,16 @@ database offers them as one capability, `FrameworkStorage` (`db.kv`, `db.kv_sear
 `db.checkpoints`), asked for with `has_framework_storage` rather than by probing
 attributes.
 
-This module imports no framework and no backend: the backends import their row types
-from here.
+This module imports no framework and no backend; the row types are the shared
+`sqlmem.rules.framework_rows` (the backends build them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple, Protocol, TypeGuard, runtime_checkable
+from typing import Protocol, TypeGuard, runtime_checkable
+
+from ..rules.framework_rows import CheckpointRow, KVRow, KVVectorRow, WriteRow
 
 __all__ = [
     "CheckpointPort",
@@ -29,25 +31,6 @@ __all__ = [
     "WriteRow",
     "has_framework_storage",
 ]
-
-#: (namespace, key, value, created_at ms, updated_at ms) of one live key-value row.
-KVRow = tuple[str, str, bytes, int, int]
-#: (namespace, key, vector bytes) of one stored item vector.
-KVVectorRow = tuple[str, str, bytes]
-#: (task_id, channel, value type, value bytes) of one pending write, in LangGraph's order.
-WriteRow = tuple[str, str, str, bytes]
-
-
-class CheckpointRow(NamedTuple):
-    """One stored checkpoint with its pending writes (bytes as the serde wrote them)."""
-
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_checkpoint_id: str | None
-    checkpoint: tuple[str, bytes]
-    metadata: tuple[str, bytes]
-    writes: list[WriteRow]
 
 
 @runtime_checkable

@@ -9,9 +9,9 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple, cast
 
-from ..adapters.ports import CheckpointRow, WriteRow
 from ..rules.checkpoint_checks import check_search, check_strategy, checked_key, texts
 from ..rules.checks import check_text
+from ..rules.framework_rows import CheckpointRow, WriteRow
 
 __all__ = ["InMemoryCheckpointStore"]
 

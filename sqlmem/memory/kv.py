@@ -11,9 +11,9 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, cast
 
-from ..adapters.ports import KVRow, KVVectorRow
 from ..rules.checks import check_text
 from ..rules.encoding import now_ms
+from ..rules.framework_rows import KVRow, KVVectorRow
 from ..rules.kv_checks import (
     bytes_value,
     check_key,

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..adapters.ports import CheckpointRow, WriteRow
 from ..rules.checkpoint_checks import check_search, check_strategy, checked_key, texts
 from ..rules.checks import check_text
+from ..rules.framework_rows import CheckpointRow, WriteRow
 from .codec import decode, encode
 from .engine import Conn, Engine
 

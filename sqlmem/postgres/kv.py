@@ -15,9 +15,9 @@ import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..adapters.ports import KVRow, KVVectorRow
 from ..rules.checks import check_text
 from ..rules.encoding import now_ms
+from ..rules.framework_rows import KVRow, KVVectorRow
 from ..rules.kv_checks import (
     bytes_value,
     check_key,

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..adapters.ports import CheckpointRow, WriteRow
 from ..rules.checkpoint_checks import (
     check_search,
     check_strategy,
@@ -29,6 +28,7 @@ from ..rules.checkpoint_checks import (
 )
 from ..rules.checks import check_text
 from ..rules.encoding import dumps_json
+from ..rules.framework_rows import CheckpointRow, WriteRow
 from .engine import Engine
 
 __all__ = ["CheckpointRow", "SQLiteCheckpointStore", "WriteRow"]

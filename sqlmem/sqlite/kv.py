@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..adapters.ports import KVRow
 from ..rules.checks import check_text
 from ..rules.encoding import dumps_json, now_ms
+from ..rules.framework_rows import KVRow
 from ..rules.kv_checks import (
     bytes_value as _bytes,
 )

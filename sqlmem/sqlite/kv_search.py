@@ -30,9 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..adapters.ports import KVRow, KVVectorRow
 from ..rules.checks import check_text
 from ..rules.encoding import now_ms
+from ..rules.framework_rows import KVRow, KVVectorRow
 from .engine import Engine
 from .kv import prefix_upper_bound
 
