@@ -402,6 +402,20 @@ class Engine:
         """One write transaction (a savepoint when nested)."""
         return Writing(self)
 
+    def in_my_transaction(self) -> bool:
+        """Whether this thread is inside a write transaction of this engine (a store call
+        nested in `MemoryDB.atomic()`): the file's write lock is then held."""
+        writer = self._writer
+        return writer is not None and writer.held_by_me()
+
+    def after_commit(self, work: Callable[[], None]) -> None:
+        """Queue `work` for when this thread's transaction has committed and the lock is
+        released (see `Writer.after_commit`)."""
+        writer = self._writer
+        if writer is None:
+            raise SqlmemError(f"{self.path}: after_commit outside a write transaction")
+        writer.after_commit(work)
+
     def read(self) -> Reading:
         """A reader connection for this thread, returned to the pool afterwards."""
         return Reading(self)
