@@ -76,7 +76,7 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
 
 
 def test_writes_inside_atomic_embed_after_the_block_commits(pair: Pair) -> None:
-    db, other, probe = pair()
+    db, _, probe = pair()
     with db.atomic():
         db.facts.index(Fact(id="a", content="red apples"))
         db.facts.index_many([Fact(id="b", content="green pears"), Fact(id="c", content="sky")])
@@ -90,7 +90,8 @@ def test_writes_inside_atomic_embed_after_the_block_commits(pair: Pair) -> None:
         ["red apples", "green pears", "sky", "yellow bananas"]
     )
     assert db.facts.embed_pending() == 0  # every vector is there
-    for fact_id, text in [("a", "red apples"), ("b", "green pears"), (remembered, "yellow bananas")]:
+    expected = [("a", "red apples"), ("b", "green pears"), (remembered, "yellow bananas")]
+    for fact_id, text in expected:
         best = db.facts.search(text, mode="vector", top_k=1)[0]
         assert best.id == fact_id and best.score == pytest.approx(1.0, abs=1e-6)
 
