@@ -149,7 +149,7 @@ class Engine:
         read_only = self.read_only
         if read_only:  # before any connection: its first read may recover a WAL
             self._keep_wal = wal_has_frames(self.path)
-        conn = connect(self.path, self.config, create=create)
+        conn = connect(self.path, self.config, create=create, read_only=read_only)
         try:
             if read_only:
                 make_read_only(conn, self.path, keep_wal=self._keep_wal)
@@ -185,7 +185,7 @@ class Engine:
         self._checkpointer = None if read_only else checkpointer
 
     def _connect_reader(self) -> apsw.Connection:
-        conn = connect(self.path, self.config)
+        conn = connect(self.path, self.config, read_only=self.read_only)
         try:
             with translate_errors(str(self.path)):
                 for statement in _READER_TEMP_TABLES:
