@@ -131,7 +131,8 @@ def stats(engine: Engine, model: str | None) -> dict[str, Any]:
         "messages_active": int(active),
         "messages_archived": int(messages) - int(active),
         "facts": int(facts),
-        "facts_without_vectors": int(without),
+        # Facts waiting for embed_pending: none without an embedder (as on SQLite).
+        "facts_without_vectors": int(without) if model is not None else 0,
         "documents": int(documents),
         "database_bytes": int(size),
     }

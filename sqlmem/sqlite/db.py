@@ -159,7 +159,9 @@ class MemoryDB:
             counts = conn.execute(_STATS, {"now": now_ms()}).fetchall()[0]
             sessions, active, archived, facts, documents, kv, checkpoints, writes = counts
             embedder = self.facts.embedder
-            without_vectors = count_without_vectors(conn, embedder.model if embedder else None)
+            # Facts waiting for `embed_pending`: none without an embedder (a BM25-only
+            # store is not missing anything; counting every fact alarmed monitoring).
+            without_vectors = count_without_vectors(conn, embedder.model) if embedder else 0
             version = read_user_version(conn)
             page_size = conn.pragma("page_size")
             page_count = conn.pragma("page_count")
