@@ -254,7 +254,7 @@ def test_stats_count_the_agents_rows_only(open_pg: Any) -> None:
         "messages_active": 1,
         "messages_archived": 2,
         "facts": 1,
-        "facts_without_vectors": 1,
+        "facts_without_vectors": 0,  # no embedder: nothing waits for embed_pending
         "documents": 2,
     }
 
