@@ -1,16 +1,19 @@
 """Facts written inside `atomic()` are embedded after the block commits, never while it
-holds the write lock (SQLite) or keeps its transaction open (PostgreSQL).
+holds the write lock (SQLite), keeps its transaction open (PostgreSQL) or holds the twins'
+lock (`sqlmem.memory.open()`).
 
 Regression: `facts.index`, `index_many` and `remember` inside `atomic()` called the
 embedder with the block's lock held, so every other writer of the file (or of the
 agent's rows) waited out the model. The probe embedder below, each time it is called,
-writes through a second handle with a busy timeout of 0 and reads the block's facts
-through it: both only work once the block has committed and let go.
+has another thread write through a second handle (busy timeout 0; on the twin, the same
+object) and read the block's facts through it: both only work once the block has
+committed and let go.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,19 +37,27 @@ class LockProbe:
         self.seen: list[tuple[list[str], bool, int]] = []  # (texts, could write, facts seen)
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[Any]:
-        could_write = True
-        try:
-            self.other.history.append("probe", Message(role="user", content="meanwhile"))
-        except StorageBusyError:
-            could_write = False
-        self.seen.append((list(texts), could_write, self.other.facts.count()))
+        found: dict[str, Any] = {}
+
+        def meanwhile() -> None:
+            try:
+                self.other.history.append("probe", Message(role="user", content="meanwhile"))
+                found["wrote"] = True
+            except StorageBusyError:
+                found["wrote"] = False
+            found["count"] = self.other.facts.count()
+
+        thread = threading.Thread(target=meanwhile)
+        thread.start()
+        thread.join(5)  # still blocked after that: the lock is held by the caller
+        self.seen.append((list(texts), found.get("wrote", False), found.get("count", -1)))
         return self.inner.embed(texts)
 
 
 Pair = Callable[[], tuple[Any, Any, LockProbe]]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
 def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
     """`pair()`: (a database with the probe embedder, a second handle on the same data
     with busy_timeout_ms=0, the probe)."""
@@ -62,6 +73,8 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
             dsn, agent = request.getfixturevalue("pg_dsn"), new_agent_id()
             db = postgres.open(dsn, agent, embedder=probe, pool_size=2)
             other = postgres.open(dsn, agent, StoreConfig(busy_timeout_ms=0), pool_size=2)
+        elif request.param == "memory":  # one object: its lock is what a block holds
+            db = other = sqlmem.memory.open(embedder=probe)
         else:
             path = tmp_path / f"m{len(opened)}.db"
             db = sqlmem.open(path, embedder=probe)
