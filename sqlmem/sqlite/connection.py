@@ -92,7 +92,7 @@ def ensure_file(path: Path) -> None:
     except OSError as exc:
         remove_folders(created)
         if exc.errno in _READ_ONLY_ERRNOS and os.path.isfile(path):  # it exists: not created
-            what = "database file is read-only for this user, it can only be read"
+            what = "database file is read-only, it can only be read"
             raise map_os_error(exc, path, what) from exc
         raise map_os_error(exc, path, "cannot create database file") from exc
 
@@ -318,9 +318,15 @@ def connect(
     with translate_errors(str(path)):
         try:
             return _configured(str(path), apsw.SQLITE_OPEN_READWRITE, config)
-        except apsw.ReadOnlyError:
-            if not (read_only and _no_wal_files(path)):
+        except apsw.ReadOnlyError as exc:
+            if not _no_wal_files(path):
                 raise
+            if not read_only:
+                raise SqlmemError(
+                    f"{path}: database is read-only here: SQLite cannot create its "
+                    f"{path.name}-wal and {path.name}-shm files in this folder; "
+                    "it can only be read"
+                ) from exc
         return _configured(_immutable(path), apsw.SQLITE_OPEN_READONLY | _URI, config)
 
 

@@ -153,6 +153,7 @@ def test_a_write_in_a_read_only_folder_is_refused_clearly(locked_folder: Path) -
     done = _run("docs", str(locked_folder), "write", "MEMORY.md", stdin="new text")
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and done.stderr.startswith("sqlmem: error:")
+    assert "memory.db-wal" in done.stderr and "it can only be read" in done.stderr
 
 
 def test_a_0444_file_is_reported_read_only_not_uncreatable(tmp_path: Path) -> None:
