@@ -9,6 +9,7 @@ and the store never raises.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -18,6 +19,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import sqlmem
 from sqlmem import Fact
@@ -148,3 +151,70 @@ def test_an_unusable_output_costs_the_vector_never_the_fact(
     embedder.shape = None
     assert facts.embed_pending() == 4
     assert facts.search("red apples", mode="vector", top_k=1)[0].id == "a"
+
+
+# Half the draws are float32 rows of the right shape (the outputs a store can use), so the
+# subclasses and odd layouts of those meet the write path often.
+_dtypes = st.one_of(
+    st.sampled_from(["<f4", ">f4"]),
+    st.sampled_from(["<f8", "<f2", "<i4", "|u1", "|b1", "<c8", "O"]),
+)
+_shapes = st.one_of(
+    st.sampled_from([(1, 8), (2, 8)]),
+    st.sampled_from([(0, 8), (1, 0), (8,), (1, 1, 8), (3, 8), ()]),
+)
+
+
+@pytest.fixture(scope="module")
+def two_stores(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ShapedEmbedder, list[Any]]]:
+    """One SQLite store and one twin sharing a mutable embedder, for the hypothesis runs
+    (a file per example would cost seconds)."""
+    embedder = ShapedEmbedder()
+    db = sqlmem.open(tmp_path_factory.mktemp("outputs") / "m.db", embedder=embedder)
+    yield embedder, [db.facts, sqlmem.InMemoryFactStore(embedder=embedder)]
+    db.close()
+
+
+_examples = itertools.count()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    dtype=_dtypes,
+    shape=_shapes,
+    fill=st.sampled_from(["random", "nan", "inf", "zero", "huge"]),
+    subclass=st.sampled_from(["plain", "matrix", "subclass", "fortran"]),
+)
+def test_whatever_the_embedder_returns_the_fact_is_stored(
+    two_stores: tuple[ShapedEmbedder, list[Any]],
+    dtype: str,
+    shape: tuple[int, ...],
+    fill: str,
+    subclass: str,
+) -> None:
+    rng = np.random.default_rng(0)
+    if fill == "random":
+        base = rng.normal(size=shape) if shape else np.float64(1.0)
+    else:
+        value = {"nan": np.nan, "inf": np.inf, "zero": 0.0, "huge": 3e38}[fill]
+        base = np.full(shape, value)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # casting NaN to int, the matrix class...
+        output: Any = np.asarray(base).astype(dtype)
+        if subclass == "matrix" and output.ndim == 2:
+            output = np.asmatrix(output)
+        elif subclass == "subclass":
+            output = output.view(_Subclass)
+        elif subclass == "fortran" and output.ndim >= 2:
+            output = np.asfortranarray(output)
+    embedder, stores = two_stores
+    embedder.shape = lambda _: output
+    text = f"red apples number {next(_examples)}"  # new text: never served by the cache
+    for store in stores:
+        before = store.count()
+        fact_id = store.index(Fact(content=text))  # never raises
+        assert store.count() == before + 1 and store.get(fact_id) is not None
+        for hit in store.search(text, mode="vector", top_k=3):  # never raises either
+            assert -1.0001 <= hit.score <= 1.0001
