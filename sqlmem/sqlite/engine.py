@@ -402,19 +402,11 @@ class Engine:
         """One write transaction (a savepoint when nested)."""
         return Writing(self)
 
-    def in_my_transaction(self) -> bool:
-        """Whether this thread is inside a write transaction of this engine (a store call
-        nested in `MemoryDB.atomic()`): the file's write lock is then held."""
+    def writer_held_by_me(self) -> Writer | None:
+        """The writer when this thread is inside its write transaction (a store call in
+        `MemoryDB.atomic()`: the file's write lock is held), else None."""
         writer = self._writer
-        return writer is not None and writer.held_by_me()
-
-    def after_commit(self, work: Callable[[], None]) -> None:
-        """Queue `work` for when this thread's transaction has committed and the lock is
-        released (see `Writer.after_commit`)."""
-        writer = self._writer
-        if writer is None:
-            raise SqlmemError(f"{self.path}: after_commit outside a write transaction")
-        writer.after_commit(work)
+        return writer if writer is not None and writer.held_by_me() else None
 
     def read(self) -> Reading:
         """A reader connection for this thread, returned to the pool afterwards."""

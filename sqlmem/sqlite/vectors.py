@@ -82,14 +82,14 @@ class FactVectors:
         vector; if the block rolls back, nothing is computed."""
         if not rows:
             return []
-        held = self._engine.in_my_transaction()
+        held = self._engine.writer_held_by_me()
         texts = [r.content for r in rows]
         keys = [self.embedding.key(t) for t in texts]
-        vectors = self.embedding.vectors(texts, self._stored(keys), run_model=not held)
-        if held:
+        vectors = self.embedding.vectors(texts, self._stored(keys), run_model=held is None)
+        if held is not None:
             later = [(r.id, r.content) for r, v in zip(rows, vectors, strict=True) if v is None]
             if later:
-                self._engine.after_commit(lambda: self._fill_after_commit(later))
+                held.after_commit(lambda: self._fill_after_commit(later))
         return [
             _vector_row(self.embedding.model, key, vector, id=r.id)
             for r, key, vector in zip(rows, keys, vectors, strict=True)
