@@ -28,20 +28,23 @@ import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage,
-    FunctionMessage,
-    SystemMessage,
-    ToolMessage,
-    message_to_dict,
-    messages_from_dict,
-)
-from langchain_core.stores import BaseStore
-
 from ..errors import InvalidArgumentError
+from ..extras import needs_extra
+
+with needs_extra("langchain", __name__):
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        FunctionMessage,
+        SystemMessage,
+        ToolMessage,
+        message_to_dict,
+        messages_from_dict,
+    )
+    from langchain_core.stores import BaseStore
+
 from ..records import Message, Role, ToolCall
 from ..rules.checks import check_session_id, check_text
 from ..sqlite.db import MemoryDB

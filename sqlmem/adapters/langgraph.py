@@ -46,9 +46,12 @@ the prefix (no FTS5 index on the kv table: linear in those items); LangGraph's
 
 from __future__ import annotations
 
-from .langgraph_async import AsyncSqlmemStore, SyncCallInEventLoopError
-from .langgraph_saver import AsyncSqlmemSaver, SqlmemSaver
-from .langgraph_store import SqlmemStore, decode_namespace, encode_namespace
+from ..extras import needs_extra
+
+with needs_extra("langgraph", __name__):
+    from .langgraph_async import AsyncSqlmemStore, SyncCallInEventLoopError
+    from .langgraph_saver import AsyncSqlmemSaver, SqlmemSaver
+    from .langgraph_store import SqlmemStore, decode_namespace, encode_namespace
 
 __all__ = [
     "AsyncSqlmemSaver",

@@ -29,9 +29,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents.memory.session_settings import SessionSettings
-
 from ..errors import InvalidArgumentError
+from ..extras import needs_extra
+
+with needs_extra("openai-agents", __name__):
+    from agents.memory.session_settings import SessionSettings
+
 from ..records import Message, Role, ToolCall
 from ..rules.checks import check_session_id
 from ..sqlite.session_items import read_items

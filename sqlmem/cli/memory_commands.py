@@ -10,6 +10,7 @@ from typing import Any
 from ..sqlite.db import open as open_db
 from .opening import CommandError, existing_path, open_existing
 from .output import Output, Progress
+from .parser import UsageError
 
 __all__ = ["load_embedder", "run_embed", "run_maintain", "run_pack", "run_vacuum"]
 
@@ -90,6 +91,11 @@ def run_pack(args: argparse.Namespace, out: Output) -> int:
     from ..context.pack import build_memory_pack
     from ..context.pack_config import PackConfig
 
+    if args.max_budget < args.budget:
+        raise UsageError(
+            f"--max-budget ({args.max_budget}) must be at least --budget ({args.budget})",
+            "sqlmem pack",
+        )
     config = PackConfig(soft_budget_tokens=args.budget, max_budget_tokens=args.max_budget)
     with open_existing(args.path, load_embedder(args.embedder)) as db:
         pack = build_memory_pack(db.facts, args.query, config)

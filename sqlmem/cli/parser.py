@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn, TypeAlias
 
-from .parser_02 import embedder_option
+from .parser_02 import at_least, embedder_option
 
 __all__ = ["UsageError", "build_parser"]
 
@@ -36,14 +36,7 @@ class _Parser(argparse.ArgumentParser):
 _Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
+_positive = at_least(1)
 
 
 def _epilog(*examples: str) -> str:
@@ -284,7 +277,7 @@ def _mcp(commands: _Commands) -> None:
     )
     mcp.add_argument(
         "--busy-timeout-ms",
-        type=int,
+        type=at_least(0, 2**31 - 1),  # StoreConfig's range (a C int in SQLite)
         default=5000,
         metavar="MS",
         help="how long a write waits for another writer before answering busy (default 5000)",

@@ -3,9 +3,29 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["add_memory_commands", "embedder_option"]
+__all__ = ["add_memory_commands", "at_least", "embedder_option"]
+
+
+def at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number >= `minimum` (and <= `maximum`). A bad value is
+    then a usage error (exit status 2) that names the flag, not a store's refusal naming
+    its parameter."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {value}")
+        return value
+
+    return whole_number
 
 
 def embedder_option(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +64,7 @@ def add_memory_commands(commands: Any, command: Any, existing: Any, progress: An
         "--embedder", choices=("wordllama",), default="wordllama", help="the model (default)"
     )
     embed.add_argument(
-        "--batch-size", type=int, default=64, metavar="N", help="texts per model call"
+        "--batch-size", type=at_least(1), default=64, metavar="N", help="texts per model call"
     )
     progress(embed)
     pack = command(
@@ -56,6 +76,8 @@ def add_memory_commands(commands: Any, command: Any, existing: Any, progress: An
     )
     existing(pack)
     pack.add_argument("query", metavar="QUERY", help="any text ('' for the newest items)")
-    pack.add_argument("--budget", type=int, default=1800, help="soft token budget")
-    pack.add_argument("--max-budget", type=int, default=3500, help="hard token budget")
+    pack.add_argument("--budget", type=at_least(0), default=1800, help="soft token budget")
+    pack.add_argument(
+        "--max-budget", type=at_least(0), default=3500, help="hard token budget (>= --budget)"
+    )
     embedder_option(pack)

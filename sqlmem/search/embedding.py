@@ -8,7 +8,9 @@ the same texts, cache alike and fail alike:
   database's vectors of identical content), and only then the model, once per distinct text
   of the batch.
 - The model runs before any write transaction and never under a lock of ours: the caller
-  asks for vectors first and writes afterwards.
+  asks for vectors first and writes afterwards. A write made while the caller already
+  holds the lock (inside `atomic()`) takes only known vectors (`run_model=False`); the
+  store computes the others after the block commits.
 - An embedder that raises, or returns something `search.vectors.checked_rows` refuses,
   never costs the write: those texts get no vector, a warning is logged on the "sqlmem"
   logger, and `embed_pending` fills them later.
@@ -46,10 +48,16 @@ class Embedding:
         return content_key(self.model, text)
 
     def vectors(
-        self, texts: Sequence[str], stored: Mapping[str, Vector] | None = None
+        self,
+        texts: Sequence[str],
+        stored: Mapping[str, Vector] | None = None,
+        *,
+        run_model: bool = True,
     ) -> list[Vector | None]:
         """A unit vector per text (None where the model gave none). `stored`: vectors
-        already in the store, by content hash."""
+        already in the store, by content hash. `run_model=False`: only what is known
+        already (cache, `stored`), None for the rest: for a caller that holds a write
+        lock and computes the rest once it is released."""
         keys = [self.key(t) for t in texts]
         found: dict[str, Vector | None] = {}
         with self._lock:
@@ -65,10 +73,10 @@ class Embedding:
         for key, text in zip(keys, texts, strict=True):
             if key not in found:
                 missing.setdefault(key, text)
-        if missing:
+        if missing and run_model:
             found.update(zip(missing, self._embed(list(missing.values())), strict=True))
         self._remember(found)
-        return [found[key] for key in keys]
+        return [found.get(key) for key in keys]
 
     def query(self, text: str) -> Vector | None:
         """The query's unit vector, or None: no usable vector (a zero vector), or the

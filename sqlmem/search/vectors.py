@@ -56,10 +56,10 @@ class EmbeddingProblem(Exception):
 def checked_rows(output: Any, count: int) -> list[Vector | None]:
     """The embedder's output for `count` texts as unit-length float32 rows, None for a row
     that cannot be used (NaN, inf, all zeros). Raises EmbeddingProblem for output that is
-    not a float32 matrix of `count` rows."""
-    if not isinstance(output, np.ndarray):
-        raise EmbeddingProblem(f"expected a numpy array, got {type(output).__name__}")
-    if output.dtype != np.float32:
+    not a float32 matrix of `count` rows (an ndarray subclass is read as a plain array,
+    a big-endian float32 one is converted: `to_blob` stores little-endian)."""
+    output = _plain_array(output)
+    if output.dtype.kind != "f" or output.dtype.itemsize != 4:  # either byte order
         raise EmbeddingProblem(f"expected float32 vectors, got {output.dtype}")
     if output.ndim != 2 or output.shape[0] != count or output.shape[1] == 0:
         raise EmbeddingProblem(
@@ -75,6 +75,19 @@ def checked_rows(output: Any, count: int) -> list[Vector | None]:
         else:
             rows.append((row / norm).astype("<f4"))
     return rows
+
+
+def _plain_array(output: Any) -> npt.NDArray[Any]:
+    """The embedder's array as a plain ndarray. A subclass iterates and reduces in its
+    own way (a `numpy.matrix` yields 1-row matrices, so each "row" kept the batch's
+    layout and its stored length disagreed with its dimension); a masked array would hand
+    over the values under its mask. Viewing the data as a plain array keeps the numbers
+    and drops the subclass's behaviour; masked values are refused."""
+    if not isinstance(output, np.ndarray):
+        raise EmbeddingProblem(f"expected a numpy array, got {type(output).__name__}")
+    if isinstance(output, np.ma.MaskedArray) and np.ma.getmaskarray(output).any():
+        raise EmbeddingProblem("expected vectors, got a masked array with masked values")
+    return np.asarray(output)
 
 
 def unit_query(output: Any) -> Vector | None:

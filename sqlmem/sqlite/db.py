@@ -166,8 +166,10 @@ class MemoryDB:
             sessions, active, archived, facts, documents, kv, checkpoints, writes = counts
             embedder = self.facts.embedder
             model = embedder.model if embedder else None
-            without_vectors = count_without_vectors(conn, model)
-            messages_without_vectors = count_messages_without_vectors(conn, model)
+            # Rows waiting for `embed_pending`: none without an embedder (a BM25-only
+            # store is not missing anything; counting every row alarmed monitoring).
+            without_vectors = count_without_vectors(conn, model) if model else 0
+            messages_without_vectors = count_messages_without_vectors(conn, model) if model else 0
             version = read_user_version(conn)
             page_size = conn.pragma("page_size")
             page_count = conn.pragma("page_count")
