@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
     from .memory.docs import InMemoryDocumentStore
     from .memory.facts import InMemoryFactStore
     from .memory.history import InMemoryHistoryStore
-    from .protocols import DocumentStore, FactStore, HistoryStore, SearchMode
+    from .protocols import DocumentStore, FactStore, HistoryStore, QueryEmbedder, SearchMode
     from .records import Fact, Message, ToolCall
     from .sqlite.db import CheckReport, MemoryDB
     from .sqlite.db import open as open  # public as sqlmem.open, kept out of __all__
@@ -108,6 +108,7 @@ _LAZY: dict[str, str] = {
             "NopExtractor",
             "PackConfig",
             "PackItem",
+            "QueryEmbedder",
             "WorkspaceExtractor",
             "build_memory_pack",
             "consolidate_daily_notes",
@@ -130,7 +131,15 @@ _LAZY: dict[str, str] = {
     "InMemoryFactStore": ".memory.facts",
     "InMemoryHistoryStore": ".memory.history",
     **dict.fromkeys(
-        ("DocumentStore", "Embedder", "FactStore", "HistoryStore", "SearchMode"), ".protocols"
+        (
+            "DocumentStore",
+            "Embedder",
+            "FactStore",
+            "HistoryStore",
+            "QueryEmbedder",
+            "SearchMode",
+        ),
+        ".protocols",
     ),
     **dict.fromkeys(("Fact", "Message", "ToolCall"), ".records"),
     **dict.fromkeys(("CheckReport", "MemoryDB", "open"), ".sqlite.db"),
@@ -207,6 +216,7 @@ __all__ = [
     "OwnedHistoryStore",
     "PackConfig",
     "PackItem",
+    "QueryEmbedder",
     "RevisionInfo",
     "SchemaTooNewError",
     "SearchMode",

@@ -22,7 +22,14 @@ from .records import Fact, Message
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
     import numpy as np
     import numpy.typing as npt
-__all__ = ["DocumentStore", "Embedder", "FactStore", "HistoryStore", "SearchMode"]
+__all__ = [
+    "DocumentStore",
+    "Embedder",
+    "FactStore",
+    "HistoryStore",
+    "QueryEmbedder",
+    "SearchMode",
+]
 
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
 
@@ -158,6 +165,20 @@ class Embedder(Protocol):
     model: str
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An `Embedder` that embeds a search query differently from a stored text.
+
+    Asymmetric retrieval models (e5, bge, nomic) are trained with one prefix or instruction
+    on queries and another on passages; embedding a query as if it were a passage costs them
+    several points of recall. When an embedder has `embed_query`, every search (facts,
+    history, packs, tools) embeds its query with it, and every stored text still goes
+    through `embed`. Both must return vectors of the same dims.
+    """
+
+    def embed_query(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
 @runtime_checkable

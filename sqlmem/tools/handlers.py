@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..context.inject import search_mode_for
 from ..errors import DocumentNotFoundError, FactNotFoundError, InvalidArgumentError
 from ..protocols import DocumentStore, FactStore, HistoryStore
 from ..records import Fact, Message
@@ -82,8 +83,8 @@ def search_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
         "tags": args.get("tags") or None,
         "layer": args.get("layer"),
     }
-    if query.strip():
-        found = db.facts.search(query, top_k, **narrow)
+    if query.strip():  # by meaning too when the store has an embedder, as inject_memory
+        found = db.facts.search(query, top_k, mode=search_mode_for(db.facts), **narrow)
     else:  # nothing to look for: the newest memories, for a model getting its bearings
         found = db.facts.list(limit=top_k, **narrow)
     return {"results": list(_fact_items(found))}
