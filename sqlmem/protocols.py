@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
+#: The modes of `HistoryStore.search`.
+HistoryMode = Literal["any", "vector", "hybrid"]
 
 
 @runtime_checkable
@@ -65,8 +67,19 @@ class HistoryStore(Protocol):
     def sessions(self) -> list[str]: ...
 
     def search(
-        self, query: str, *, session_id: str | None = None, top_k: int = 10
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        top_k: int = 10,
+        mode: HistoryMode = "any",
     ) -> list[Message]: ...
+
+    # 0.3: history by meaning
+
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int: ...
 
 
 @runtime_checkable

@@ -47,6 +47,7 @@ class AsyncHistoryStore(_AsyncStore):
     purge = off_loop(HistoryStore.purge, write=True)
     sessions = off_loop(HistoryStore.sessions)
     search = off_loop(HistoryStore.search)
+    embed_pending = off_loop(HistoryStore.embed_pending)
 
 
 class AsyncFactStore(_AsyncStore):

@@ -50,7 +50,7 @@ class InMemoryDB:
         if config is not None and not isinstance(config, StoreConfig):
             raise InvalidArgumentError("config must be a StoreConfig")
         self.config = config or StoreConfig()
-        self.history = InMemoryHistoryStore(self.config)
+        self.history = InMemoryHistoryStore(self.config, embedder=embedder)
         self.facts = InMemoryFactStore(self.config, embedder=embedder)
         self.docs = InMemoryDocumentStore(self.config)
         self._lock = threading.RLock()

@@ -20,8 +20,9 @@ import json
 import threading
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
@@ -36,10 +37,22 @@ from ..rules.checks import (
     encode_metadata,
     encode_tool_calls,
 )
+from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
+from ..rules.history_modes import (
+    HistoryMode,
+    check_history_mode,
+    message_needs_vector,
+    needs_embedder_error,
+)
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
+
+if TYPE_CHECKING:
+    from ..protocols import Embedder
+    from ..search.embedding import Embedding
+    from ..search.vectors import Vector
 
 __all__ = ["InMemoryHistoryStore"]
 
@@ -48,6 +61,8 @@ __all__ = ["InMemoryHistoryStore"]
 class _Stored:
     message: Message  # seq and session_id filled; never handed out (copies are)
     tokens: tuple[str, ...] | None = None  # tokenized lazily, on the first search
+    order: int = 0  # insertion order over the whole store: equal cosines rank by it
+    vector: Any = None  # unit vector of the text under the store's embedder, or None
 
     @property
     def role(self) -> str:  # what the pair-safety rules (rules.window) look at
@@ -84,13 +99,42 @@ class InMemoryHistoryStore:
     `max_history_len` and `tokenizer`; the other settings concern files only.
     """
 
-    def __init__(self, config: StoreConfig | None = None) -> None:
+    def __init__(
+        self, config: StoreConfig | None = None, *, embedder: Embedder | None = None
+    ) -> None:
+        """`embedder`: messages with text get vectors, and search modes "vector" and
+        "hybrid", as on SQLite."""
         if config is not None and not isinstance(config, StoreConfig):
             raise InvalidArgumentError("config must be a StoreConfig")
         self._config = config or StoreConfig()
         self._compiler = compiler_for(self._config.tokenizer)
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.RLock()
+        self._inserted = 0  # messages ever stored: the next one's `order`
+        self._embedding: Embedding | None = None
+        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
+            from ..search.embedding import Embedding
+
+            self._embedding = Embedding(embedder)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder message vectors come from (None: BM25 search only)."""
+        return self._embedding.embedder if self._embedding is not None else None
+
+    def _vectors_for(self, items: list[Message]) -> list[Any]:
+        """A vector (or None) per message about to be stored, computed before the lock
+        (the embedding's content-hash cache spares repeated texts)."""
+        embedding = self._embedding
+        if embedding is None:
+            return [None] * len(items)
+        wanted = [i for i, m in enumerate(items) if message_needs_vector(m.content)]
+        out: list[Any] = [None] * len(items)
+        if wanted:
+            found = embedding.vectors([items[i].content for i in wanted])
+            for i, vector in zip(wanted, found, strict=True):
+                out[i] = vector
+        return out
 
     def __repr__(self) -> str:
         return f"<InMemoryHistoryStore sessions={len(self._sessions)}>"
@@ -126,13 +170,15 @@ class InMemoryHistoryStore:
         return self._insert(session_id, items)
 
     def _insert(self, session_id: str, items: list[Message]) -> list[int]:
+        vectors = self._vectors_for(items)  # the model runs here: no lock held
         with self._lock:
             session = self._sessions.setdefault(session_id, _Session())
             seqs = []
-            for item in items:
+            for item, vector in zip(items, vectors, strict=True):
                 session.last += 1
+                self._inserted += 1
                 item.seq, item.session_id = session.last, session_id
-                session.messages.append(_Stored(item))
+                session.messages.append(_Stored(item, order=self._inserted, vector=vector))
                 seqs.append(session.last)
             limit = self._config.max_history_len
             if limit is not None and session.active_count() > limit:
@@ -233,12 +279,19 @@ class InMemoryHistoryStore:
             return sorted(k for k, s in self._sessions.items() if s.messages or s.summary)
 
     def search(
-        self, query: str, *, session_id: str | None = None, top_k: int = 10
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        top_k: int = 10,
+        mode: HistoryMode = "any",
     ) -> list[Message]:
         """Same matches as the SQLite store; BM25 computed here as FTS5 computes it.
 
         Raises `InvalidArgumentError` when history search is off.
         """
+        if check_history_mode(mode) != "any":
+            return self._semantic(query, session_id, top_k, mode)
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []
@@ -268,6 +321,94 @@ class InMemoryHistoryStore:
                 )
             ranked.sort(key=lambda hit: -hit[1])  # stable: equal scores in storage order
             return [_copy(docs[i].message, score) for i, score in ranked[:top_k]]
+
+    def _semantic(
+        self, query: str, session_id: str | None, top_k: int, mode: HistoryMode
+    ) -> list[Message]:
+        """Modes "vector" and "hybrid", as the SQLite store (`rules.history_hybrid`)."""
+        limit = check_history_search(self._config.history_search, query, session_id, top_k)
+        embedding = self._embedding
+        if embedding is None:
+            raise needs_embedder_error(f"search mode={mode!r}")
+        if limit <= 0 or not query.strip():
+            return []
+        from ..rules.history_hybrid import semantic_messages
+
+        return semantic_messages(
+            mode,
+            limit,
+            embedding.query(query),  # before the lock
+            lambda vector, wanted: self._nearest(vector, wanted, session_id),
+            lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
+        )
+
+    def _nearest(self, vector: Vector, wanted: int, session_id: str | None) -> list[Message]:
+        """The vector leg: exact cosine over the messages (of the session) with a vector
+        of the query's dimension, in insertion order so equal cosines rank alike."""
+        import numpy as np
+
+        from ..search.vectors import rank_by_cosine
+
+        with self._lock:
+            if session_id is None:
+                pool = [s for session in self._sessions.values() for s in session.messages]
+            else:
+                pool = (
+                    list(self._sessions[session_id].messages)
+                    if session_id in self._sessions
+                    else []
+                )
+            docs = [s for s in pool if s.vector is not None and s.vector.shape == vector.shape]
+            docs.sort(key=_order_of)
+            if not docs:
+                return []
+            best = rank_by_cosine(np.stack([d.vector for d in docs]), vector, wanted)
+            return [_copy(docs[i].message, cosine) for i, cosine in best]
+
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Vectors for the messages with text that have none; returns how many were added."""
+        embedding = self._embedding
+        if embedding is None:
+            raise needs_embedder_error("embed_pending")
+        from ..rules.hybrid import check_batch_size
+
+        size = check_batch_size(batch_size)
+        with self._lock:
+            pending = [
+                s
+                for session in self._sessions.values()
+                for s in session.messages
+                if s.vector is None and message_needs_vector(s.message.content)
+            ]
+        pending.sort(key=_order_of)
+        done = 0
+        for start in range(0, len(pending), size):
+            batch = pending[start : start + size]
+            vectors = embedding.vectors([s.message.content for s in batch])  # no lock held
+            with self._lock:
+                for stored, vector in zip(batch, vectors, strict=True):
+                    if vector is not None and stored.vector is None:
+                        stored.vector = vector
+                        done += 1
+            if progress is not None:
+                progress(done, len(pending))
+        return done
+
+    def without_vectors(self) -> int:
+        """Messages with text but no vector (what `stats()` reports)."""
+        with self._lock:
+            return sum(
+                1
+                for session in self._sessions.values()
+                for s in session.messages
+                if s.vector is None and message_needs_vector(s.message.content)
+            )
+
+
+def _order_of(stored: _Stored) -> int:
+    return stored.order
 
 
 def _normalise(message: Message, now: int) -> Message:

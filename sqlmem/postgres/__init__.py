@@ -122,7 +122,7 @@ class PostgresDB:
         self._pools = pools
         self._owns_pools = owns_pools
         self._engine = Engine(pools, agent_id, config)
-        self.history = PostgresHistoryStore(self._engine)
+        self.history = PostgresHistoryStore(self._engine, embedder)
         self.facts = PostgresFactStore(self._engine, embedder)
         self.docs = PostgresDocumentStore(self._engine)
         self._lock = threading.Lock()

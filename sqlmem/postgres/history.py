@@ -27,8 +27,8 @@ Unlike the SQLite store, messages are always indexed: `history_search=False` onl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from psycopg import errors as pg
 
@@ -44,7 +44,9 @@ from ..rules.checks import (
     encode_metadata,
     encode_tool_calls,
 )
+from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms, now_ms
+from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
 from ..rules.rows import messages_from_rows
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment
@@ -52,6 +54,10 @@ from . import history_sql as sql
 from .codec import decode, encode
 from .engine import Conn, Engine
 from .ranking import best, lexemes, single_lexemes, tsquery, tsvector
+
+if TYPE_CHECKING:
+    from ..protocols import Embedder
+    from .message_vectors import MessageVectors, Prepared
 
 __all__ = ["PostgresHistoryStore"]
 
@@ -66,11 +72,29 @@ def _decoded(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
 class PostgresHistoryStore:
     """`HistoryStore` over one agent's rows of a PostgreSQL database; thread-safe."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        """`embedder`: messages with text get vectors, and search modes "vector" and
+        "hybrid" (`message_vectors`)."""
         self._engine = engine
         self._agent = engine.agent_id
         self._config = engine.config
         self._compiler = compiler_for(engine.config.tokenizer)
+        self._vectors: MessageVectors | None = None
+        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
+            from ..search.embedding import Embedding
+            from .message_vectors import MessageVectors
+
+            self._vectors = MessageVectors(engine, Embedding(embedder))
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder message vectors come from (None: BM25 search only)."""
+        return self._vectors.embedding.embedder if self._vectors is not None else None
+
+    @property
+    def vectors(self) -> MessageVectors | None:
+        """The message vectors (internal: `stats()` counts the missing ones)."""
+        return self._vectors
 
     def __repr__(self) -> str:
         return f"<PostgresHistoryStore agent={self._agent!r}>"
@@ -80,7 +104,9 @@ class PostgresHistoryStore:
     def append(self, session_id: str, message: Message) -> int:
         check_session_id(session_id)
         now = now_ms()
-        return self._insert(session_id, [self._encode(check_message(message), now)], now)[0]
+        row = self._encode(check_message(message), now)
+        prepared = self._prepare([message.content])  # the model runs here: no lock held
+        return self._insert(session_id, [row], now, prepared)[0]
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
         check_session_id(session_id)
@@ -90,7 +116,13 @@ class PostgresHistoryStore:
         checked = [check_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
         if not checked:
             return []
-        return self._insert(session_id, [self._encode(m, now) for m in checked], now)
+        rows = [self._encode(m, now) for m in checked]
+        prepared = self._prepare([m.content for m in checked])  # no lock held
+        return self._insert(session_id, rows, now, prepared)
+
+    def _prepare(self, contents: list[str]) -> Prepared | None:
+        vectors = self._vectors
+        return vectors.prepare(contents) if vectors is not None else None
 
     def _encode(self, m: Message, now: int) -> list[Any]:
         """A row's values after (agent_id, session_id, seq); fails before any transaction."""
@@ -114,10 +146,13 @@ class PostgresHistoryStore:
             tsvector(tokens),
         ]
 
-    def _insert(self, session_id: str, rows: list[list[Any]], now: int) -> list[int]:
+    def _insert(
+        self, session_id: str, rows: list[list[Any]], now: int, prepared: Prepared | None
+    ) -> list[int]:
         """One statement (`history_sql.APPEND`): statistics, seqs and rows together. With
         `max_history_len` the boundary move needs the seqs it returned, in the same
-        transaction: then an explicit one, else the statement is its own (one round trip)."""
+        transaction: then an explicit one, else the statement is its own (one round trip).
+        Vectors too are written in the append's transaction, by a second statement."""
         count = len(rows)
         columns = [list(column) for column in zip(*rows, strict=True)]
         params: dict[str, Any] = dict(zip(sql.APPEND_COLUMNS, columns, strict=True))
@@ -129,13 +164,18 @@ class PostgresHistoryStore:
             now=now,
         )
         limit = self._config.max_history_len
-        with self._engine.write_one() if limit is None else self._engine.write() as conn:
+        one = limit is None and not prepared
+        with self._engine.write_one() if one else self._engine.write() as conn:
             try:
                 got = conn.execute(sql.APPEND, params).fetchone()
             except pg.NotNullViolation:  # the statement, and so the transaction, is undone
                 raise _exhausted(session_id, count) from None
             assert got is not None
             last, archived, holes = int(got[0]), int(got[1]), int(got[2])
+            if prepared:
+                vectors = self._vectors
+                assert vectors is not None
+                vectors.write(conn, params["session"], last - count + 1, prepared)
             if limit is not None and last - archived - holes > limit:
                 self._archive(conn, params["session"], (last, archived, holes), limit, None)
         return list(range(last - count + 1, last + 1))
@@ -298,9 +338,48 @@ class PostgresHistoryStore:
         with self._engine.read() as conn:
             return sorted(decode(r[0]) for r in conn.execute(sql.SESSIONS, (self._agent,)))
 
-    def search(
-        self, query: str, *, session_id: str | None = None, top_k: int = 10
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Vectors for the messages with text that have none (or one of another model).
+        Returns how many were filled; `progress(done, total)` after each batch."""
+        vectors = self._vectors
+        if vectors is None:
+            raise needs_embedder_error("embed_pending")
+        from ..rules.hybrid import check_batch_size  # numpy: only with vectors
+
+        return vectors.embed_pending(check_batch_size(batch_size), progress)
+
+    def _semantic(
+        self, query: str, session_id: str | None, top_k: int, mode: HistoryMode
     ) -> list[Message]:
+        """Modes "vector" and "hybrid", as the SQLite store (`rules.history_hybrid`)."""
+        limit = check_history_search(self._config.history_search, query, session_id, top_k)
+        vectors = self._vectors
+        if vectors is None:
+            raise needs_embedder_error(f"search mode={mode!r}")
+        if limit <= 0 or not query.strip():
+            return []
+        from ..rules.history_hybrid import semantic_messages
+
+        return semantic_messages(
+            mode,
+            min(limit, _MAX_LIMIT),
+            vectors.embedding.query(query),  # before any read
+            lambda vector, wanted: vectors.search(vector, wanted, session_id),
+            lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
+        )
+
+    def search(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        top_k: int = 10,
+        mode: HistoryMode = "any",
+    ) -> list[Message]:
+        if check_history_mode(mode) != "any":
+            return self._semantic(query, session_id, top_k, mode)
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []

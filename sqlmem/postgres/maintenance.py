@@ -46,7 +46,8 @@ __all__ = ["VACUUM", "CheckReport", "check", "refuse_in_atomic", "stats", "vacuu
 
 #: sqlmem's tables on PostgreSQL (the ledger excepted), in one VACUUM (PostgreSQL 11+).
 VACUUM = (
-    "VACUUM (ANALYZE) sessions, messages, facts, fact_vectors, corpus_stats, documents,"
+    "VACUUM (ANALYZE) sessions, messages, message_vectors, facts, fact_vectors, corpus_stats,"
+    " documents,"
     " document_revisions, document_blocks"
 )
 
@@ -62,6 +63,10 @@ SELECT
                      WHERE v.agent_id = f.agent_id AND v.fact_pk = f.pk
                        AND (%(model)s::text IS NULL OR v.model = %(model)s))),
     (SELECT count(*) FROM documents WHERE agent_id = %(agent)s),
+    (SELECT count(*) FROM messages AS m WHERE m.agent_id = %(agent)s AND m.content <> ''
+     AND NOT EXISTS (SELECT 1 FROM message_vectors AS v
+                     WHERE v.agent_id = m.agent_id AND v.session_id = m.session_id
+                       AND v.seq = m.seq AND (%(model)s::text IS NULL OR v.model = %(model)s))),
     (SELECT max(version) FROM sqlmem_schema_version),
     pg_database_size(current_database())
 """
@@ -123,7 +128,7 @@ def stats(engine: Engine, model: str | None) -> dict[str, Any]:
     with engine.snapshot() as conn:
         row = conn.execute(_STATS, params).fetchone()
     assert row is not None
-    sessions, active, messages, facts, without, documents, version, size = row
+    sessions, active, messages, facts, without, documents, messages_without, version, size = row
     return {
         "agent_id": engine.agent_id,
         "schema_version": int(version or 0),
@@ -132,6 +137,7 @@ def stats(engine: Engine, model: str | None) -> dict[str, Any]:
         "messages_archived": int(messages) - int(active),
         "facts": int(facts),
         "facts_without_vectors": int(without),
+        "messages_without_vectors": int(messages_without),
         "documents": int(documents),
         "database_bytes": int(size),
     }

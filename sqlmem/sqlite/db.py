@@ -22,6 +22,7 @@ from .facts import SQLiteFactStore
 from .history import SQLiteHistoryStore, index_unsearchable_messages
 from .items import fill_fingerprints
 from .maintenance import CheckReport
+from .message_vectors_sql import count_without_vectors as count_messages_without_vectors
 from .migrations import read_user_version
 from .vectors_sql import count_without_vectors
 
@@ -72,7 +73,8 @@ class MemoryDB:
         embedder: Embedder | None = None,
         _read_only: bool = False,
     ) -> None:
-        """`embedder` (SPEC 17): facts get vectors and search modes "vector" and "hybrid".
+        """`embedder` (SPEC 17): facts and messages get vectors, and their searches
+        modes "vector" and "hybrid".
 
         `_read_only` (internal, for the read-only CLI commands): the file must exist at
         the latest schema and is never written; every write raises `SqlmemError`."""
@@ -87,7 +89,7 @@ class MemoryDB:
             hooks=(index_unsearchable_messages, fill_fingerprints),
             read_only=_read_only,
         )
-        self.history = SQLiteHistoryStore(self._engine)
+        self.history = SQLiteHistoryStore(self._engine, embedder)
         self.facts = SQLiteFactStore(self._engine, embedder)
         #: The workspace documents (SPEC 14): MEMORY.md, PROFILE.md, daily notes ...
         self.docs = SQLiteDocumentStore(self._engine)
@@ -159,7 +161,9 @@ class MemoryDB:
             counts = conn.execute(_STATS, {"now": now_ms()}).fetchall()[0]
             sessions, active, archived, facts, documents, kv, checkpoints, writes = counts
             embedder = self.facts.embedder
-            without_vectors = count_without_vectors(conn, embedder.model if embedder else None)
+            model = embedder.model if embedder else None
+            without_vectors = count_without_vectors(conn, model)
+            messages_without_vectors = count_messages_without_vectors(conn, model)
             version = read_user_version(conn)
             page_size = conn.pragma("page_size")
             page_count = conn.pragma("page_count")
@@ -172,6 +176,7 @@ class MemoryDB:
             "messages_archived": archived,
             "facts": facts,
             "facts_without_vectors": without_vectors,
+            "messages_without_vectors": messages_without_vectors,
             "documents": documents,
             "kv_entries": kv,  # live rows of the frameworks' key-value stores
             "checkpoints": checkpoints,  # LangGraph's, with their pending writes

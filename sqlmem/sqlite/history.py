@@ -32,8 +32,8 @@ connection, so each result is a consistent snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -50,7 +50,9 @@ from ..rules.checks import (
     encode_metadata,
     encode_tool_calls,
 )
+from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms, now_ms
+from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
 from ..rules.rows import messages_from_read_rows, messages_from_rows
 from ..rules.window import drop_leading_tool_results
 from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
@@ -61,6 +63,10 @@ from .history_archive import archive
 from .history_search import search_session
 from .purge import purge_session
 from .writer import Writer
+
+if TYPE_CHECKING:
+    from ..protocols import Embedder
+    from .message_vectors import MessageVectors, Prepared
 
 __all__ = [
     "MAX_SEQ",
@@ -134,11 +140,24 @@ class SQLiteHistoryStore:
     indexed the next time the file is opened with search on.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        """`embedder`: every message with text gets a vector, and search offers modes
+        "vector" and "hybrid" (`message_vectors`)."""
         self._engine = engine
         self._config = engine.config
         self._searchable = 1 if self._config.history_search else 0
         self._any = AnyShortcut(sql.ANY)
+        self._vectors: MessageVectors | None = None
+        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
+            from ..search.embedding import Embedding
+            from .message_vectors import MessageVectors
+
+            self._vectors = MessageVectors(engine, Embedding(embedder))
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder message vectors come from (None: BM25 search only)."""
+        return self._vectors.embedding.embedder if self._vectors is not None else None
 
     def __repr__(self) -> str:
         return f"<SQLiteHistoryStore {str(self._engine.path)!r}>"
@@ -150,7 +169,9 @@ class SQLiteHistoryStore:
         check_session_id(session_id)
         now = now_ms()
         plain = is_plain(check_message(message))
-        return self._insert(session_id, [self._encode(message, now, plain)], now, plain)[0]
+        row = self._encode(message, now, plain)
+        prepared = self._prepare([message.content])  # the model runs here: no lock held
+        return self._insert(session_id, [row], now, plain, prepared)[0]
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
         """Store messages in one transaction (all or nothing); returns their seqs in order."""
@@ -162,7 +183,13 @@ class SQLiteHistoryStore:
         if not checked:
             return []
         plain = all(map(is_plain, checked))  # one INSERT shape for the whole batch
-        return self._insert(session_id, [self._encode(m, now, plain) for m in checked], now, plain)
+        rows = [self._encode(m, now, plain) for m in checked]
+        prepared = self._prepare([m.content for m in checked])  # no lock held
+        return self._insert(session_id, rows, now, plain, prepared)
+
+    def _prepare(self, contents: list[str]) -> Prepared | None:
+        vectors = self._vectors
+        return vectors.prepare(contents) if vectors is not None else None
 
     def _encode(self, m: Message, now: int, plain: bool) -> tuple[Any, ...]:
         """Everything of a row but (session, seq), in the columns of the INSERT shape
@@ -184,7 +211,12 @@ class SQLiteHistoryStore:
         )
 
     def _insert(
-        self, session_id: str, rows: list[tuple[Any, ...]], now: int, plain: bool
+        self,
+        session_id: str,
+        rows: list[tuple[Any, ...]],
+        now: int,
+        plain: bool,
+        prepared: Prepared | None = None,
     ) -> list[int]:
         """One transaction: take len(rows) seqs, insert the rows, archive past the limit.
 
@@ -211,6 +243,8 @@ class SQLiteHistoryStore:
                     )
                 else:
                     _insert_chunks(conn, pk, first, rows, plain)
+                if prepared:
+                    self._vectors.write(conn, pk, first, prepared)  # type: ignore[union-attr]
                 limit = self._config.max_history_len
                 if limit is not None and last - archived - holes > limit:
                     archive(conn, (pk, last, archived, holes), limit, None)
@@ -347,10 +381,29 @@ class SQLiteHistoryStore:
         with self._engine.read() as conn:
             return [row[0] for row in conn.execute(sql.SESSIONS)]
 
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Vectors for the messages with text that have none (or one of another model):
+        those appended while the embedder failed, imported, or written by another program.
+        Returns how many were filled; `progress(done, total)` after each batch."""
+        vectors = self._vectors
+        if vectors is None:
+            raise needs_embedder_error("embed_pending")
+        from ..rules.hybrid import check_batch_size  # numpy: only with vectors
+
+        return vectors.embed_pending(check_batch_size(batch_size), progress)
+
     def search(
-        self, query: str, *, session_id: str | None = None, top_k: int = 10
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        top_k: int = 10,
+        mode: HistoryMode = "any",
     ) -> list[Message]:
-        """Messages (archived included) matching any word of `query`, best BM25 first.
+        """Messages (archived included) matching any word of `query`, best BM25 first;
+        modes "vector" and "hybrid" (with an embedder) rank by meaning, or fuse both.
 
         `score` is the negated FTS5 bm25 (higher is better). On large histories the
         result may leave out messages made only of common words, and rank a message
@@ -360,6 +413,8 @@ class SQLiteHistoryStore:
         Any text is a valid query; one without words returns `[]`. Raises
         `InvalidArgumentError` when history search is off for this store.
         """
+        if check_history_mode(mode) != "any":
+            return self._semantic(query, session_id, top_k, mode)
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []
@@ -392,6 +447,27 @@ class SQLiteHistoryStore:
                     ).fetchall()
                 rows = found
         return _hits(rows)
+
+    def _semantic(
+        self, query: str, session_id: str | None, top_k: int, mode: HistoryMode
+    ) -> list[Message]:
+        """Modes "vector" and "hybrid" (`rules.history_hybrid`): the query embedded before
+        any read, the vector leg from `message_vectors`, the BM25 leg from `search`."""
+        limit = check_history_search(self._config.history_search, query, session_id, top_k)
+        vectors = self._vectors
+        if vectors is None:
+            raise needs_embedder_error(f"search mode={mode!r}")
+        if limit <= 0 or not query.strip():
+            return []
+        from ..rules.history_hybrid import semantic_messages
+
+        return semantic_messages(
+            mode,
+            min(limit, _MAX_LIMIT),
+            vectors.embedding.query(query),
+            lambda vector, wanted: vectors.search(vector, wanted, session_id),
+            lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
+        )
 
 
 def _exhausted(session_id: str, count: int) -> InvalidArgumentError:
