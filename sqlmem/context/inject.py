@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import zip_longest
-from typing import cast
+from typing import Literal, cast
 
 from ..errors import InvalidArgumentError
-from ..protocols import FactStore, SearchMode
+from ..protocols import FactStore, HistoryStore
 from ..records import Fact
 from .tokens import Estimator, estimate_tokens
 
@@ -40,8 +40,9 @@ def bullet(content: str) -> str:
     return "- " + " ".join(line for line in lines if line) + "\n"
 
 
-def search_mode_for(store: FactStore) -> SearchMode:
-    """Hybrid when the store has an embedder (SPEC 17), else BM25 "any"."""
+def search_mode_for(store: FactStore | HistoryStore) -> Literal["any", "hybrid"]:
+    """Hybrid when the store (facts or history) has an embedder, else BM25 "any": the one
+    rule by which packs, inject_memory and the tools decide to search by meaning."""
     return "hybrid" if getattr(store, "embedder", None) is not None else "any"
 
 

@@ -204,7 +204,10 @@ def _message_item(message: Message) -> dict[str, Any]:
 
 def search_conversations(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
     found = db.history.search(
-        args["query"], session_id=args.get("session_id"), top_k=args.get("top_k", 10)
+        args["query"],
+        session_id=args.get("session_id"),
+        top_k=args.get("top_k", 10),
+        mode=search_mode_for(db.history),
     )
     return {"results": [_message_item(m) for m in found]}
 

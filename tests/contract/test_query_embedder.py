@@ -145,3 +145,28 @@ def test_an_embed_query_that_is_not_callable_is_refused() -> None:
 
     with pytest.raises(sqlmem.InvalidArgumentError, match="embed_query"):
         sqlmem.InMemoryFactStore(embedder=Broken())
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_history_search_embeds_the_query_with_embed_query(make_db: Make, mode: str) -> None:
+    embedder = AsymmetricEmbedder()
+    db = make_db(embedder)
+    db.history.append_many(
+        "s", [sqlmem.Message(role="user", content=w) for w in ("alpha", "bravo", "charlie")]
+    )
+    found = db.history.search("alpha", top_k=3, mode=mode)
+    assert [m.content for m in found[: 1 if mode == "vector" else 2]] == (
+        ["bravo"] if mode == "vector" else ["alpha", "bravo"]
+    )
+    assert embedder.queries == ["alpha"]
+    assert sorted(embedder.documents) == ["alpha", "bravo", "charlie"]
+
+
+def test_the_conversation_tool_searches_by_meaning_with_an_embedder(make_db: Make) -> None:
+    embedder = AsymmetricEmbedder()
+    db = make_db(embedder)
+    db.history.append_many("s", [sqlmem.Message(role="user", content=w) for w in ("x", "delta")])
+    tools = sqlmem.MemoryTools(db)
+    found = json.loads(tools.call("search_conversations", {"query": "charlie"}))
+    assert found["results"][0]["content"] == "delta"  # no shared word: found by vectors
+    assert embedder.queries == ["charlie"]
