@@ -44,6 +44,7 @@ from ..rules.history_modes import (
     check_history_mode,
     message_needs_vector,
     needs_embedder_error,
+    vector_text,
 )
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.bm25 import occurrences, scores
@@ -131,7 +132,7 @@ class InMemoryHistoryStore:
         wanted = [i for i, m in enumerate(items) if message_needs_vector(m.content)]
         out: list[Any] = [None] * len(items)
         if wanted:
-            found = embedding.vectors([items[i].content for i in wanted])
+            found = embedding.vectors([_vector_text(items[i]) for i in wanted])
             for i, vector in zip(wanted, found, strict=True):
                 out[i] = vector
         return out
@@ -386,7 +387,7 @@ class InMemoryHistoryStore:
         done = 0
         for start in range(0, len(pending), size):
             batch = pending[start : start + size]
-            vectors = embedding.vectors([s.message.content for s in batch])  # no lock held
+            vectors = embedding.vectors([_vector_text(s.message) for s in batch])  # no lock
             with self._lock:
                 for stored, vector in zip(batch, vectors, strict=True):
                     if vector is not None and stored.vector is None:
@@ -409,6 +410,10 @@ class InMemoryHistoryStore:
 
 def _order_of(stored: _Stored) -> int:
     return stored.order
+
+
+def _vector_text(message: Message) -> str:
+    return vector_text(message.content, message.name, message.created_at)
 
 
 def _normalise(message: Message, now: int) -> Message:

@@ -60,7 +60,8 @@ _MISSING = (
 _WITHOUT_VECTORS = f"SELECT count(*) FROM messages AS m WHERE {_LIVE_WITH_TEXT} AND {_MISSING}"
 
 PENDING_PAGE = (
-    f"SELECT m.pk, m.content FROM messages AS m WHERE m.pk > :after AND {_LIVE_WITH_TEXT}"
+    "SELECT m.pk, m.content, m.name, m.created_at FROM messages AS m"
+    f" WHERE m.pk > :after AND {_LIVE_WITH_TEXT}"
     f" AND {_MISSING} ORDER BY m.pk LIMIT :limit"
 )
 

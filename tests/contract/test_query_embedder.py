@@ -24,6 +24,7 @@ import sqlmem
 from sqlmem import Fact
 from sqlmem.embedders import HashEmbedder
 from sqlmem.rules.embedder import embed_queries, has_query_side
+from sqlmem.rules.history_modes import vector_text
 
 #: What a query means to the fake model: the stored text its vector equals.
 QUERY_MEANS = {"alpha": "bravo", "charlie": "delta"}
@@ -159,7 +160,8 @@ def test_history_search_embeds_the_query_with_embed_query(make_db: Make, mode: s
         ["bravo"] if mode == "vector" else ["alpha", "bravo"]
     )
     assert embedder.queries == ["alpha"]
-    assert sorted(embedder.documents) == ["alpha", "bravo", "charlie"]
+    stored = db.history.get_all("s")  # each embedded as its text after its date
+    assert embedder.documents == [vector_text(m.content, m.name, m.created_at) for m in stored]
 
 
 def test_the_conversation_tool_searches_by_meaning_with_an_embedder(make_db: Make) -> None:
