@@ -100,11 +100,12 @@ def render_table(data: dict[str, Any]) -> list[str]:
         f"{data['questions']} questions over {data['turns']} turns in "
         f"{len(data['conversations'])} conversation(s); embedder: {data['embedder'] or 'none'}",
         "",
-        f"{'search':<8} {'mode':<7} {'R@5':>6} {'R@10':>6} {'R@25':>6} {'p50 ms':>8}",
+        f"{'search':<8} {'mode':<7} {'R@5':>6} {'R@10':>6} {'R@25':>6} {'p50 ms':>8}"
+        f" {'cpu p50 ms':>11}",
     ]
     for row in data["rows"]:
         lines.append(
             f"{row['kind']:<8} {row['mode']:<7} {row['recall@5']:>6.1f} {row['recall@10']:>6.1f}"
-            f" {row['recall@25']:>6.1f} {row['p50_ms']:>8.2f}"
+            f" {row['recall@25']:>6.1f} {row['p50_ms']:>8.2f} {row['cpu_p50_ms']:>11.2f}"
         )
     return lines
