@@ -133,8 +133,11 @@ WHERE session IN (SELECT pk FROM sessions WHERE unindexed AND (?1 IS NULL OR ses
 
 
 def run_search(args: argparse.Namespace, out: Output) -> int:
-    if args.history and args.mode is not None:
-        raise _usage("--mode applies to fact search only, not with --history", "search")
+    if args.history and args.mode in ("all", "raw"):
+        raise _usage(
+            f"--mode applies to facts only as {args.mode}; with --history: any, vector, hybrid",
+            "search",
+        )
     if args.session is not None and not args.history:
         raise _usage("--session applies to --history only", "search")
     if (args.mode in ("vector", "hybrid")) != (args.embedder is not None):
@@ -142,7 +145,9 @@ def run_search(args: argparse.Namespace, out: Output) -> int:
     note = None
     with open_existing(args.path, load_embedder(args.embedder)) as db:
         if args.history:
-            found = db.history.search(args.query, session_id=args.session, top_k=args.top_k)
+            found = db.history.search(
+                args.query, session_id=args.session, top_k=args.top_k, mode=args.mode or "any"
+            )
             results = [message_json(m) for m in found]
             note = _unindexed_note(db, args.session, args.path)
         else:

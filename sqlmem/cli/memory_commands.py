@@ -55,21 +55,37 @@ def run_vacuum(args: argparse.Namespace, out: Output) -> int:
 
 
 def run_embed(args: argparse.Namespace, out: Output) -> int:
-    """Vectors for the facts without one (embed_pending), with progress on a terminal."""
+    """Vectors for the facts, then the messages, without one (embed_pending), with
+    progress on a terminal."""
     embedder = load_embedder(args.embedder)
     shown = bool(args.progress) or sys.stderr.isatty()
-    progress = Progress("embedded", shown, "facts")
-    with open_db(existing_path(args.path), embedder=embedder) as db, progress:
-        added = db.facts.embed_pending(
-            batch_size=args.batch_size, progress=lambda done, total: progress(done)
-        )
-        left = db.stats()["facts_without_vectors"]
-    data = {"path": str(db.path), "model": embedder.model, "embedded": added, "left": left}
-    out.result(
-        data,
-        lambda d: [f"embedded {d['embedded']} facts with {d['model']}; {d['left']} without"],
-    )
+    with open_db(existing_path(args.path), embedder=embedder) as db:
+        with Progress("embedded", shown, "facts") as progress:
+            added = db.facts.embed_pending(
+                batch_size=args.batch_size, progress=lambda done, total: progress(done)
+            )
+        with Progress("embedded", shown, "messages") as progress:
+            messages = db.history.embed_pending(
+                batch_size=args.batch_size, progress=lambda done, total: progress(done)
+            )
+        stats = db.stats()
+    data = {
+        "path": str(db.path),
+        "model": embedder.model,
+        "embedded": added,
+        "left": stats["facts_without_vectors"],
+        "messages_embedded": messages,
+        "messages_left": stats["messages_without_vectors"],
+    }
+    out.result(data, _embed_text)
     return 0
+
+
+def _embed_text(data: dict[str, Any]) -> list[str]:
+    return [
+        f"embedded {data['embedded']} facts with {data['model']}; {data['left']} without",
+        f"embedded {data['messages_embedded']} messages; {data['messages_left']} without",
+    ]
 
 
 def run_pack(args: argparse.Namespace, out: Output) -> int:

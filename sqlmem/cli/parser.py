@@ -174,6 +174,7 @@ def _search(commands: _Commands) -> None:
         "sqlmem search memory.db 'weather Lisbon' --history --session demo:lisbon",
         "sqlmem search memory.db 'NEAR(dog name, 3)' --mode raw",
         "sqlmem search memory.db 'what do I eat?' --mode hybrid --embedder wordllama",
+        "sqlmem search memory.db 'where was I born?' --history --mode vector --embedder wordllama",
     )
     _existing(search)
     search.add_argument("query", metavar="QUERY", help="any text (FTS5 syntax with --mode raw)")
@@ -194,8 +195,8 @@ def _search(commands: _Commands) -> None:
         "--mode",
         choices=("any", "all", "raw", "vector", "hybrid"),
         default=None,
-        help="facts only: match any word (default), all words, raw FTS5, or by meaning "
-        "(vector, hybrid: need --embedder)",
+        help="match any word (default), all words, raw FTS5 (all, raw: facts only), or by "
+        "meaning (vector, hybrid: need --embedder; facts or, with --history, messages)",
     )
     embedder_option(search)
     search.add_argument(

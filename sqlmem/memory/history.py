@@ -39,21 +39,15 @@ from ..rules.checks import (
 )
 from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
-from ..rules.history_modes import (
-    HistoryMode,
-    check_history_mode,
-    message_needs_vector,
-    needs_embedder_error,
-    vector_text,
-)
+from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
+from .history_vectors import TwinVectors, pending_vectors, vectors_for
 
 if TYPE_CHECKING:
     from ..protocols import Embedder
     from ..search.embedding import Embedding
-    from ..search.vectors import Vector
 
 __all__ = ["InMemoryHistoryStore"]
 
@@ -123,20 +117,6 @@ class InMemoryHistoryStore:
         """The embedder message vectors come from (None: BM25 search only)."""
         return self._embedding.embedder if self._embedding is not None else None
 
-    def _vectors_for(self, items: list[Message]) -> list[Any]:
-        """A vector (or None) per message about to be stored, computed before the lock
-        (the embedding's content-hash cache spares repeated texts)."""
-        embedding = self._embedding
-        if embedding is None:
-            return [None] * len(items)
-        wanted = [i for i, m in enumerate(items) if message_needs_vector(m.content)]
-        out: list[Any] = [None] * len(items)
-        if wanted:
-            found = embedding.vectors([_vector_text(items[i]) for i in wanted])
-            for i, vector in zip(wanted, found, strict=True):
-                out[i] = vector
-        return out
-
     def __repr__(self) -> str:
         return f"<InMemoryHistoryStore sessions={len(self._sessions)}>"
 
@@ -171,7 +151,7 @@ class InMemoryHistoryStore:
         return self._insert(session_id, items)
 
     def _insert(self, session_id: str, items: list[Message]) -> list[int]:
-        vectors = self._vectors_for(items)  # the model runs here: no lock held
+        vectors = vectors_for(self._embedding, items)  # the model runs here: no lock held
         with self._lock:
             session = self._sessions.setdefault(session_id, _Session())
             seqs = []
@@ -279,6 +259,19 @@ class InMemoryHistoryStore:
         with self._lock:
             return sorted(k for k, s in self._sessions.items() if s.messages or s.summary)
 
+    def embed_pending(
+        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
+    ) -> int:
+        """Vectors for the messages with text that have none; returns how many were added."""
+        if self._embedding is None:
+            raise needs_embedder_error("embed_pending")
+        return TwinVectors(self._embedding, self).embed_pending(batch_size, progress)
+
+    def without_vectors(self) -> int:
+        """Messages with text but no vector (what a database's `stats()` reports)."""
+        with self._lock:
+            return len(pending_vectors(self._sessions))
+
     def search(
         self,
         query: str,
@@ -291,8 +284,14 @@ class InMemoryHistoryStore:
 
         Raises `InvalidArgumentError` when history search is off.
         """
-        if check_history_mode(mode) != "any":
-            return self._semantic(query, session_id, top_k, mode)
+        if check_history_mode(mode) != "any":  # by meaning (numpy loads only then)
+            from ..rules.history_hybrid import search_by_meaning
+
+            leg = None if self._embedding is None else TwinVectors(self._embedding, self)
+            return search_by_meaning(
+                self._config.history_search, query, session_id, top_k, mode, leg,
+                lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
+            )  # fmt: skip
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []
@@ -322,98 +321,6 @@ class InMemoryHistoryStore:
                 )
             ranked.sort(key=lambda hit: -hit[1])  # stable: equal scores in storage order
             return [_copy(docs[i].message, score) for i, score in ranked[:top_k]]
-
-    def _semantic(
-        self, query: str, session_id: str | None, top_k: int, mode: HistoryMode
-    ) -> list[Message]:
-        """Modes "vector" and "hybrid", as the SQLite store (`rules.history_hybrid`)."""
-        limit = check_history_search(self._config.history_search, query, session_id, top_k)
-        embedding = self._embedding
-        if embedding is None:
-            raise needs_embedder_error(f"search mode={mode!r}")
-        if limit <= 0 or not query.strip():
-            return []
-        from ..rules.history_hybrid import semantic_messages
-
-        return semantic_messages(
-            mode,
-            limit,
-            embedding.query(query),  # before the lock
-            lambda vector, wanted: self._nearest(vector, wanted, session_id),
-            lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
-        )
-
-    def _nearest(self, vector: Vector, wanted: int, session_id: str | None) -> list[Message]:
-        """The vector leg: exact cosine over the messages (of the session) with a vector
-        of the query's dimension, in insertion order so equal cosines rank alike."""
-        import numpy as np
-
-        from ..search.vectors import rank_by_cosine
-
-        with self._lock:
-            if session_id is None:
-                pool = [s for session in self._sessions.values() for s in session.messages]
-            else:
-                pool = (
-                    list(self._sessions[session_id].messages)
-                    if session_id in self._sessions
-                    else []
-                )
-            docs = [s for s in pool if s.vector is not None and s.vector.shape == vector.shape]
-            docs.sort(key=_order_of)
-            if not docs:
-                return []
-            best = rank_by_cosine(np.stack([d.vector for d in docs]), vector, wanted)
-            return [_copy(docs[i].message, cosine) for i, cosine in best]
-
-    def embed_pending(
-        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
-    ) -> int:
-        """Vectors for the messages with text that have none; returns how many were added."""
-        embedding = self._embedding
-        if embedding is None:
-            raise needs_embedder_error("embed_pending")
-        from ..rules.hybrid import check_batch_size
-
-        size = check_batch_size(batch_size)
-        with self._lock:
-            pending = [
-                s
-                for session in self._sessions.values()
-                for s in session.messages
-                if s.vector is None and message_needs_vector(s.message.content)
-            ]
-        pending.sort(key=_order_of)
-        done = 0
-        for start in range(0, len(pending), size):
-            batch = pending[start : start + size]
-            vectors = embedding.vectors([_vector_text(s.message) for s in batch])  # no lock
-            with self._lock:
-                for stored, vector in zip(batch, vectors, strict=True):
-                    if vector is not None and stored.vector is None:
-                        stored.vector = vector
-                        done += 1
-            if progress is not None:
-                progress(done, len(pending))
-        return done
-
-    def without_vectors(self) -> int:
-        """Messages with text but no vector (what `stats()` reports)."""
-        with self._lock:
-            return sum(
-                1
-                for session in self._sessions.values()
-                for s in session.messages
-                if s.vector is None and message_needs_vector(s.message.content)
-            )
-
-
-def _order_of(stored: _Stored) -> int:
-    return stored.order
-
-
-def _vector_text(message: Message) -> str:
-    return vector_text(message.content, message.name, message.created_at)
 
 
 def _normalise(message: Message, now: int) -> Message:

@@ -355,26 +355,6 @@ class PostgresHistoryStore:
 
         return vectors.embed_pending(check_batch_size(batch_size), progress)
 
-    def _semantic(
-        self, query: str, session_id: str | None, top_k: int, mode: HistoryMode
-    ) -> list[Message]:
-        """Modes "vector" and "hybrid", as the SQLite store (`rules.history_hybrid`)."""
-        limit = check_history_search(self._config.history_search, query, session_id, top_k)
-        vectors = self._vectors
-        if vectors is None:
-            raise needs_embedder_error(f"search mode={mode!r}")
-        if limit <= 0 or not query.strip():
-            return []
-        from ..rules.history_hybrid import semantic_messages
-
-        return semantic_messages(
-            mode,
-            min(limit, _MAX_LIMIT),
-            vectors.embedding.query(query),  # before any read
-            lambda vector, wanted: vectors.search(vector, wanted, session_id),
-            lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
-        )
-
     def search(
         self,
         query: str,
@@ -383,8 +363,13 @@ class PostgresHistoryStore:
         top_k: int = 10,
         mode: HistoryMode = "any",
     ) -> list[Message]:
-        if check_history_mode(mode) != "any":
-            return self._semantic(query, session_id, top_k, mode)
+        if check_history_mode(mode) != "any":  # by meaning (numpy loads only then)
+            from ..rules.history_hybrid import search_by_meaning
+
+            return search_by_meaning(
+                self._config.history_search, query, session_id, top_k, mode, self._vectors,
+                lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
+            )  # fmt: skip
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []

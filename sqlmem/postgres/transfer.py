@@ -7,12 +7,13 @@
     sqlite_import.import_records(sqlite_db, export_records(pg_db))   # and back
 
 The export is the same records in the same order as the SQLite file's (messages by session
-then seq, summaries, live facts oldest first, their vectors, then the workspace documents
-and their kept revisions: `docs_transfer`, which orders them by path); import is the same
-merge keyed by identity as `sqlmem.sqlite.importer` (idempotent: importing twice adds
-nothing; counters and archive boundaries only move forward; of two records of one fact the
-later `updated_at` wins; of a document, the higher revision), batch by batch, each batch
-one transaction, every record validated by the shared rules before its batch is written.
+then seq, summaries, message vectors, live facts oldest first, their vectors, then the
+workspace documents and their kept revisions: `docs_transfer`, which orders them by path);
+import is the same merge keyed by identity as `sqlmem.sqlite.importer` (idempotent:
+importing twice adds nothing; counters and archive boundaries only move forward; of two
+records of one fact the later `updated_at` wins; of a document, the higher revision), batch
+by batch, each batch one transaction, every record validated by the shared rules before its
+batch is written.
 The BM25 statistics (`corpus_stats`) of messages, facts and document blocks are kept exact
 in the same transactions.
 
@@ -42,6 +43,7 @@ from ..rules.export_format import (
     ExportStream,
     ImportCounts,
     MessageRow,
+    MessageVectorRow,
     Progress,
     RevisionRow,
     Row,
@@ -53,6 +55,7 @@ from ..rules.export_format import (
     read_export,
     read_records,
 )
+from ..rules.export_vectors import MESSAGE_VECTORS_FORMAT_VERSION
 from ..rules.filters import prepare_fact
 from ..rules.import_batches import write_in_batches
 from ..rules.rows import facts_from_rows
@@ -64,6 +67,11 @@ from .docs_sql import DOCUMENTS
 from .docs_transfer import export_documents, import_document, import_revision
 from .engine import Conn
 from .fact_params import decoded
+from .message_vectors_transfer import (
+    export_message_vectors,
+    has_message_vectors,
+    import_message_vector,
+)
 
 if TYPE_CHECKING:
     from . import PostgresDB
@@ -85,13 +93,18 @@ def export_records(db: PostgresDB, progress: Progress | None = None) -> Iterator
     `progress(n)` is called every 10,000 records."""
     with db._engine.read() as conn:
         row = conn.execute("SELECT max(version) FROM sqlmem_schema_version").fetchone()
+    message_vectors = has_message_vectors(db)
     yield {
         "format": EXPORT_FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": MESSAGE_VECTORS_FORMAT_VERSION if message_vectors else FORMAT_VERSION,
         "schema_version": int(row[0]) if row and row[0] is not None else 0,
         "exported_at": iso_ms(datetime.now(timezone.utc)),
     }
-    parts = (_messages(db), _summaries(db), _facts(db), _vectors(db), export_documents(db))
+    parts = (
+        _messages(db), _summaries(db),
+        export_message_vectors(db) if message_vectors else iter(()),
+        _facts(db), _vectors(db), export_documents(db),
+    )  # fmt: skip
     count = 0
     for part in parts:
         for record in part:
@@ -224,6 +237,8 @@ def import_stream(
     write_in_batches(stream, write, progress, BATCH_SIZE)
     if db.facts.embedder is not None:  # facts the file brought without vectors (SPEC 17)
         db.facts.embed_pending()
+    if db.history.embedder is not None:  # and messages
+        db.history.embed_pending()
     return counts
 
 
@@ -256,6 +271,8 @@ def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated:
                 import_revision(db, conn, row, counts)
             elif isinstance(row, VectorRow):
                 vectors.append(row)
+            elif isinstance(row, MessageVectorRow):  # after its message: written in order
+                import_message_vector(conn, agent, row, counts)
             elif isinstance(row, BlobRow):
                 _skip_blob(row, counts)
             else:

@@ -27,6 +27,9 @@ observe, exactly. Line 1 is a header; then one record per line:
 Format version 2 (0.2) adds, after the documents, the frameworks' tables: kv rows, then
 LangGraph checkpoints and their pending writes (rules/export_blobs.py has their fields).
 
+Format version 3 (0.3) adds message vectors after the summaries (rules/export_vectors.py);
+an export without any stays version 2.
+
 A vector record (0.2, SPEC 17) follows the facts: the embedding of that fact's content; an
 import stores it when the fact exists (vectors of facts the file does not hold are skipped).
 A fact's memory-item keys (0.2, SPEC 12) are optional: a 0.1 export without them imports
@@ -47,7 +50,6 @@ the import with its line number (or, for records given as objects, its position)
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -70,6 +72,13 @@ from .export_blobs import (
     stamp_ms,
     validate_blob_record,
 )
+from .export_vectors import (
+    MESSAGE_VECTORS_FORMAT_VERSION,
+    MessageVectorRow,
+    VectorRow,
+    message_vector_row,
+    vector_row,
+)
 from .filters import prepare_fact
 from .identity import fact_id
 
@@ -77,16 +86,19 @@ __all__ = [
     "EXPORT_FORMAT",
     "FORMAT_VERSION",
     "MAX_IMPORTED_SEQ",
+    "READABLE_FORMAT_VERSION",
     "BlobRow",
     "DocumentRow",
     "ExportFormatError",
     "ExportStream",
     "ImportCounts",
     "MessageRow",
+    "MessageVectorRow",
     "Progress",
     "RevisionRow",
     "Row",
     "SummaryRow",
+    "VectorRow",
     "iso_from_ms",
     "iso_ms",
     "newer_record",
@@ -101,6 +113,9 @@ EXPORT_FORMAT = "sqlmem-export"
 #: version-1 reader would refuse midway, after committing the records before them; it
 #: now refuses the header instead. Version-1 files import as before.
 FORMAT_VERSION = 2
+#: The newest version this reader reads: 3 is 2 plus message vectors (rules/export_vectors.py),
+#: written only by an export that holds some.
+READABLE_FORMAT_VERSION = MESSAGE_VECTORS_FORMAT_VERSION
 #: The largest seq or archive boundary an import accepts: half of SQLite's integer range,
 #: so that 2**62 appends always fit after any import. Up to 0.1 any 64-bit value passed,
 #: and an imported 2**63-1 made the next append commit a float seq (issue 23 item 7).
@@ -128,6 +143,8 @@ class ImportCounts:
     revisions_skipped: int = 0
     vectors: int = 0
     vectors_skipped: int = 0
+    message_vectors: int = 0
+    message_vectors_skipped: int = 0
     kv: int = 0
     kv_skipped: int = 0
     checkpoints: int = 0
@@ -228,10 +245,10 @@ def _check_header(number: int, header: Any, unit: str) -> None:
     version = header.get("format_version")
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise ExportFormatError(f"{where}: format_version must be an integer >= 1")
-    if version > FORMAT_VERSION:
+    if version > READABLE_FORMAT_VERSION:
         raise ExportFormatError(
             f"{where}: export format_version {version} is newer than this sqlmem reads "
-            f"({FORMAT_VERSION}); upgrade sqlmem to import it"
+            f"({READABLE_FORMAT_VERSION}); upgrade sqlmem to import it"
         )
 
 
@@ -278,22 +295,15 @@ class RevisionRow:
     updated_ms: int
 
 
-@dataclass(frozen=True)
-class VectorRow:
-    """The stored embedding of fact `id`'s content under `model` (float32 LE bytes)."""
-
-    id: str
-    model: str
-    dim: int
-    data: bytes
-
-
 #: A kv, checkpoint or checkpoint_write record (format_version 2, rules/export_blobs.py).
 BlobRow = KVRecordRow | CheckpointRecordRow | CheckpointWriteRow
 
 #: A validated record: a message with its place, a session summary, a fact, a document,
-#: one of its kept revisions, or a fact's vector.
-Row = MessageRow | SummaryRow | Fact | DocumentRow | RevisionRow | VectorRow | BlobRow
+#: one of its kept revisions, a fact's or a message's vector.
+Row = (
+    MessageRow | SummaryRow | Fact | DocumentRow | RevisionRow | VectorRow | MessageVectorRow
+    | BlobRow
+)  # fmt: skip
 
 
 def validate_batch(batch: list[tuple[int, Any]], unit: str) -> list[Row]:
@@ -345,36 +355,16 @@ def _validate(record: Any) -> Row:
     if kind == "revision":
         return _revision(fields)
     if kind == "vector":
-        return _vector(fields)
+        return vector_row(fields)
+    if kind == "message_vector":
+        return message_vector_row(fields, MAX_IMPORTED_SEQ)
     if kind in BLOB_RECORD_TYPES:
         row: BlobRow = validate_blob_record(kind, fields)
         return row
     raise ValueError(
         f"unknown record type {kind!r} (expected message, summary, fact, document, "
-        "revision, vector, kv, checkpoint or checkpoint_write)"
+        "revision, vector, message_vector, kv, checkpoint or checkpoint_write)"
     )
-
-
-def _vector(fields: dict[str, Any]) -> VectorRow:
-    extra = set(fields) - {"id", "model", "dim", "data"}
-    if extra:
-        raise ValueError(f"unknown field(s) in a vector record: {', '.join(sorted(extra))}")
-    fact, model, dim, data = (fields.get(k) for k in ("id", "model", "dim", "data"))
-    if not isinstance(fact, str) or not fact:
-        raise ValueError("vector record: id must be a non-empty string")
-    if not isinstance(model, str) or not model:
-        raise ValueError("vector record: model must be a non-empty string")
-    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 65536:
-        raise ValueError("vector record: dim must be an int in [1, 65536]")
-    if not isinstance(data, str):
-        raise ValueError("vector record: data must be base64 text")
-    try:
-        raw = base64.b64decode(data.encode("ascii"), validate=True)
-    except (ValueError, UnicodeEncodeError):
-        raise ValueError("vector record: data is not valid base64") from None
-    if len(raw) != 4 * dim:
-        raise ValueError(f"vector record: data holds {len(raw)} bytes, not 4 * dim = {4 * dim}")
-    return VectorRow(fact, model, dim, raw)
 
 
 def _document(fields: dict[str, Any]) -> DocumentRow:

@@ -9,11 +9,29 @@ A message is identified across the legs by (session_id, seq), unique in a databa
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from ..records import Message
+from ..search.embedding import Embedding
 from ..search.vectors import Vector, hybrid_leg_size, reciprocal_rank_fusion
+from .checks import check_history_search
+from .history_modes import needs_embedder_error
 
-__all__ = ["fuse_messages", "semantic_messages"]
+__all__ = ["MessageVectorLeg", "fuse_messages", "search_by_meaning", "semantic_messages"]
+
+#: LIMIT values are bound as 64-bit ints; anything larger means "all".
+_MAX_LIMIT = 2**62
+
+
+class MessageVectorLeg(Protocol):
+    """A backend's message vectors: the embedder they come from, and the cosine ranking of
+    the messages (of one session when `session_id` is given)."""
+
+    @property
+    def embedding(self) -> Embedding: ...
+
+    def search(self, query: Vector, limit: int, session_id: str | None) -> list[Message]: ...
+
 
 MessageKey = tuple[str, int]
 
@@ -45,3 +63,29 @@ def semantic_messages(
     if mode == "vector":
         return semantic
     return fuse_messages(lexical_leg(wanted), semantic, limit)
+
+
+def search_by_meaning(
+    enabled: bool,
+    query: str,
+    session_id: str | None,
+    top_k: int,
+    mode: str,
+    vectors: MessageVectorLeg | None,
+    lexical_leg: Callable[[int], list[Message]],
+) -> list[Message]:
+    """`HistoryStore.search` in modes "vector" and "hybrid", for every backend: the
+    arguments checked as in mode "any", refused without an embedder, the query embedded
+    before any read (no lock held), then the two legs fused."""
+    limit = check_history_search(enabled, query, session_id, top_k)
+    if vectors is None:
+        raise needs_embedder_error(f"search mode={mode!r}")
+    if limit <= 0 or not query.strip():
+        return []
+    return semantic_messages(
+        mode,
+        min(limit, _MAX_LIMIT),
+        vectors.embedding.query(query),
+        lambda vector, wanted: vectors.search(vector, wanted, session_id),
+        lexical_leg,
+    )

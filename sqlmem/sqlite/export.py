@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..rules.encoding import now_ms
 from ..rules.export_format import EXPORT_FORMAT, FORMAT_VERSION, Progress, iso_from_ms, iso_ms
+from ..rules.export_vectors import MESSAGE_VECTORS_FORMAT_VERSION
 from .docs_transfer import export_documents
 from .facts_sql import EXPORT_FACTS_PAGE
 from .history_sql import EXPORT_MESSAGES_PAGE, EXPORT_SESSIONS_PAGE
 from .kv_transfer import export_checkpoints, export_kv
+from .message_vectors_transfer import export_message_vectors, has_message_vectors
 from .migrations import read_user_version
 from .vectors_transfer import export_vectors
 
@@ -30,7 +32,8 @@ _PAGE = 1000
 
 
 def export_records(db: MemoryDB, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
-    """The header, then every message, session summary, fact, fact vector, document,
+    """The header, then every message, session summary, message vector, fact, fact vector,
+    document,
     kept document revision, kv row, checkpoint and pending write of `db`, as dicts.
 
     Rows are read in pages of 1,000 by key, each page in its own short read, so a large
@@ -40,15 +43,18 @@ def export_records(db: MemoryDB, progress: Progress | None = None) -> Iterator[d
     """
     with db.engine.read() as conn:
         version = read_user_version(conn)
+    message_vectors = has_message_vectors(db)
     yield {
         "format": EXPORT_FORMAT,
-        "format_version": FORMAT_VERSION,
+        "format_version": MESSAGE_VECTORS_FORMAT_VERSION if message_vectors else FORMAT_VERSION,
         "schema_version": version,
         "exported_at": iso_ms(datetime.now(timezone.utc)),
     }
     records = _chain(
-        _messages(db), _summaries(db), _facts(db), export_vectors(db), export_documents(db),
-        export_kv(db), export_checkpoints(db),
+        _messages(db), _summaries(db),
+        export_message_vectors(db) if message_vectors else iter(()),
+        _facts(db), export_vectors(db), export_documents(db), export_kv(db),
+        export_checkpoints(db),
     )  # fmt: skip
     for count, record in enumerate(records, start=1):
         yield record

@@ -60,12 +60,12 @@ from ..rules.history_modes import (
 )
 from ..rules.rows import messages_from_read_rows, messages_from_rows
 from ..rules.window import drop_leading_tool_results
-from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases, segment
+from ..search.query import segment
 from . import history_sql as sql
 from .engine import Engine
-from .fts_any import AnyShortcut, capped_terms
+from .fts_any import AnyShortcut
 from .history_archive import archive
-from .history_search import search_session
+from .history_search import search_words
 from .purge import purge_session
 from .writer import Writer
 
@@ -127,14 +127,6 @@ def _first(row: Sequence[Any]) -> Any:
 
 
 # -- reading rows back --------------------------------------------------------------------------
-
-
-def _hits(rows: Sequence[Sequence[Any]]) -> list[Message]:
-    """Search rows: MESSAGE_COLUMNS, then session_id and the bm25 score (lower is better)."""
-    hits = []
-    for row in rows:
-        hits.extend(messages_from_rows([row[:9]], row[9], [-row[10]]))
-    return hits
 
 
 class SQLiteHistoryStore:
@@ -418,61 +410,17 @@ class SQLiteHistoryStore:
         Any text is a valid query; one without words returns `[]`. Raises
         `InvalidArgumentError` when history search is off for this store.
         """
-        if check_history_mode(mode) != "any":
-            return self._semantic(query, session_id, top_k, mode)
+        if check_history_mode(mode) != "any":  # by meaning (numpy loads only then)
+            from ..rules.history_hybrid import search_by_meaning
+
+            return search_by_meaning(
+                self._config.history_search, query, session_id, top_k, mode, self._vectors,
+                lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
+            )  # fmt: skip
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []
-        compiler = compiler_for(self._engine.tokenizer)
-        terms = compiler.terms(query)
-        if not terms:
-            return []
-        # A long query is cut to its rarest terms (as fact search does), in the snapshot.
-        match = compiler.match(query, "any") if len(terms) <= MAX_QUERY_TERMS else None
-        limit = min(top_k, _MAX_LIMIT)
-        with self._engine.read() as conn:
-            if match is None:
-                terms = capped_terms(conn, sql.ANY, terms, "any")
-                match = phrases(terms, " OR ")
-                if match is None:  # no kept word is in any message
-                    return []
-            if session_id is not None:  # a filter: planned by the session's size
-                rows = search_session(conn, self._any, compiler, terms, session_id, limit)
-                if rows is None:  # a small file, or a large session: exact
-                    rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
-            else:
-                found = self._any.rows(conn, terms, limit)
-                if found is None:  # a small history, or a query without common words
-                    found = conn.execute(
-                        sql.SEARCH_ALL, {"query": match, "limit": limit}
-                    ).fetchall()
-                if any(isinstance(row[9], bytes) for row in found):  # a purge under way
-                    found = conn.execute(
-                        sql.SEARCH_LIVE, {"query": match, "limit": limit}
-                    ).fetchall()
-                rows = found
-        return _hits(rows)
-
-    def _semantic(
-        self, query: str, session_id: str | None, top_k: int, mode: HistoryMode
-    ) -> list[Message]:
-        """Modes "vector" and "hybrid" (`rules.history_hybrid`): the query embedded before
-        any read, the vector leg from `message_vectors`, the BM25 leg from `search`."""
-        limit = check_history_search(self._config.history_search, query, session_id, top_k)
-        vectors = self._vectors
-        if vectors is None:
-            raise needs_embedder_error(f"search mode={mode!r}")
-        if limit <= 0 or not query.strip():
-            return []
-        from ..rules.history_hybrid import semantic_messages
-
-        return semantic_messages(
-            mode,
-            min(limit, _MAX_LIMIT),
-            vectors.embedding.query(query),
-            lambda vector, wanted: vectors.search(vector, wanted, session_id),
-            lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
-        )
+        return search_words(self._engine, self._any, query, session_id, min(top_k, _MAX_LIMIT))
 
 
 def _exhausted(session_id: str, count: int) -> InvalidArgumentError:

@@ -1,5 +1,5 @@
-"""History search within one session on a large file (SPEC 5, 0.2): about the cost of
-searching that session alone.
+"""History search by words (mode "any", `search_words`), and within one session on a large
+file (SPEC 5, 0.2) at about the cost of searching that session alone.
 
 Why not one SQL statement: FTS5 cannot filter by session before it ranks. The session is
 not in the index (an UNINDEXED column would be read per match, after matching), its
@@ -42,11 +42,14 @@ from typing import Any
 
 import apsw
 
-from ..search.query import QueryCompiler, Term
+from ..records import Message
+from ..rules.rows import messages_from_rows
+from ..search.query import MAX_QUERY_TERMS, QueryCompiler, Term, compiler_for, phrases
 from . import history_sql as sql
-from .fts_any import EXACT_BELOW, RARE_SHARE, AnyShortcut, varint
+from .engine import Engine
+from .fts_any import EXACT_BELOW, RARE_SHARE, AnyShortcut, capped_terms, varint
 
-__all__ = ["PLAN_BELOW", "SMALL_SESSION", "search_session"]
+__all__ = ["PLAN_BELOW", "SMALL_SESSION", "search_session", "search_words"]
 
 #: Files with fewer indexed messages search a session with the exact statement alone.
 PLAN_BELOW = EXACT_BELOW
@@ -76,6 +79,45 @@ ROWS_BY_PK = (
     f"SELECT m.pk, {sql.MESSAGE_COLUMNS} FROM messages AS m"
     " WHERE m.pk IN (SELECT value FROM json_each(?))"
 )
+
+
+def search_words(
+    engine: Engine, shortcut: AnyShortcut, query: str, session_id: str | None, limit: int
+) -> list[Message]:
+    """`SQLiteHistoryStore.search` in mode "any" (its docstring says what it promises):
+    the best `limit` messages, of `session_id` when given, in one read snapshot."""
+    compiler = compiler_for(engine.tokenizer)
+    terms = compiler.terms(query)
+    if not terms:
+        return []
+    # A long query is cut to its rarest terms (as fact search does), in the snapshot.
+    match = compiler.match(query, "any") if len(terms) <= MAX_QUERY_TERMS else None
+    with engine.read() as conn:
+        if match is None:
+            terms = capped_terms(conn, sql.ANY, terms, "any")
+            match = phrases(terms, " OR ")
+            if match is None:  # no kept word is in any message
+                return []
+        if session_id is not None:  # a filter: planned by the session's size
+            rows = search_session(conn, shortcut, compiler, terms, session_id, limit)
+            if rows is None:  # a small file, or a large session: exact
+                rows = conn.execute(sql.SEARCH_SESSION, (match, session_id, limit)).fetchall()
+        else:
+            found = shortcut.rows(conn, terms, limit)
+            if found is None:  # a small history, or a query without common words
+                found = conn.execute(sql.SEARCH_ALL, {"query": match, "limit": limit}).fetchall()
+            if any(isinstance(row[9], bytes) for row in found):  # a purge under way
+                found = conn.execute(sql.SEARCH_LIVE, {"query": match, "limit": limit}).fetchall()
+            rows = found
+    return _hits(rows)
+
+
+def _hits(rows: Sequence[Sequence[Any]]) -> list[Message]:
+    """Search rows: MESSAGE_COLUMNS, then session_id and the bm25 score (lower is better)."""
+    hits = []
+    for row in rows:
+        hits.extend(messages_from_rows([row[:9]], row[9], [-row[10]]))
+    return hits
 
 
 def search_session(

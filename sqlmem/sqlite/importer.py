@@ -42,6 +42,7 @@ from ..rules.export_format import (
     ExportStream,
     ImportCounts,
     MessageRow,
+    MessageVectorRow,
     Progress,
     RevisionRow,
     Row,
@@ -58,6 +59,7 @@ from .docs_transfer import import_document, import_revision
 from .facts_sql import IMPORT_STORED_FACT
 from .history_sql import IMPORT_MESSAGE, IMPORT_SESSION, RECOUNT_HOLES, SELECT_SUMMARY
 from .kv_transfer import import_blob_row
+from .message_vectors_transfer import import_message_vector
 from .vectors_transfer import import_vector
 
 if TYPE_CHECKING:
@@ -100,6 +102,8 @@ def import_stream(
     write_in_batches(stream, write, progress, BATCH_SIZE)
     if db.facts.embedder is not None:  # facts the file brought without vectors (SPEC 17),
         db.facts.embed_pending()  # embedded after the import's transactions, not in them
+    if db.history.embedder is not None:  # and messages
+        db.history.embed_pending()
     return counts
 
 
@@ -128,6 +132,8 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
                 import_revision(conn, row, db.config.doc_revisions, counts)
             elif isinstance(row, VectorRow):
                 vectors.append(row)
+            elif isinstance(row, MessageVectorRow):  # after its message: written in order
+                import_message_vector(conn, row, counts)
             elif isinstance(row, BlobRow):
                 import_blob_row(conn, row, now, counts)
             else:

@@ -10,13 +10,17 @@ import apsw
 from .history_sql import MESSAGE_COLUMNS
 
 __all__ = [
+    "ANY_VECTOR",
     "CANDIDATES_ALL",
     "CANDIDATES_SESSION",
+    "EXPORT_PAGE",
     "FILL_ONE",
+    "IMPORT_TARGET",
     "INSERT_BY_SEQ",
     "PENDING_PAGE",
     "ROWS_BY_PK",
     "STORED_BY_HASH",
+    "UPSERT_BY_PK",
     "count_without_vectors",
 ]
 
@@ -95,3 +99,30 @@ def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:
     """Messages with text lacking a vector of `model` (of any model when None)."""
     row: Any = conn.execute(_WITHOUT_VECTORS, {"model": model}).fetchall()
     return int(row[0][0])
+
+
+#: Whether the file holds any message vector (the export's format version depends on it).
+ANY_VECTOR = "SELECT 1 FROM message_vectors LIMIT 1"
+
+#: Export: the live sessions' message vectors, a page at a time, in (session_id, seq) order
+#: like the messages.
+EXPORT_PAGE = """
+SELECT s.session_id, m.seq, v.model, v.dim, v.vector
+FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
+CROSS JOIN message_vectors AS v ON v.message_pk = m.pk
+WHERE (s.session_id, m.seq) > (?, ?) AND typeof(s.session_id) = 'text'
+ORDER BY s.session_id, m.seq
+LIMIT ?
+"""
+
+#: Import: the message a vector record belongs to, and what is stored for it.
+IMPORT_TARGET = """
+SELECT m.pk, m.content, v.model, v.vector, m.name, m.created_at
+FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
+LEFT JOIN message_vectors AS v ON v.message_pk = m.pk
+WHERE s.session_id = ? AND m.seq = ?
+"""
+UPSERT_BY_PK = (
+    "INSERT INTO message_vectors(message_pk, model, dim, content_hash, vector)"
+    " VALUES (:pk, :model, :dim, :hash, :vector)" + _SET
+)

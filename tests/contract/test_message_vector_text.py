@@ -97,3 +97,22 @@ def test_a_message_without_a_time_is_dated_when_it_is_stored(open_db: Any) -> No
     db.history.append("s", Message(role="user", content="hello"))
     (stored,) = db.history.get_all("s")
     assert embedder.texts == [vector_text("hello", "", stored.created_at)]
+
+
+def test_an_imported_vector_is_found_by_the_text_it_was_made_of(tmp_path: Path) -> None:
+    """Regression: import keyed a message vector by the message's bare content, so the
+    same turn appended again (same speaker, same day) was embedded a second time instead
+    of reusing the stored vector, as appends do."""
+    from sqlmem.sqlite.export import export_records
+    from sqlmem.sqlite.importer import import_records
+
+    turn = Message(role="user", content="I went hiking.", name="Caroline", created_at=WHEN)
+    with sqlmem.open(tmp_path / "a.db", embedder=RecordingEmbedder()) as db:
+        db.history.append("s", turn)
+        records = list(export_records(db))
+    fresh = RecordingEmbedder()
+    with sqlmem.open(tmp_path / "b.db", embedder=fresh) as db:
+        import_records(db, records)
+        db.history.append("t", turn)
+        assert fresh.texts == []  # the imported vector was reused
+        assert db.stats()["messages_without_vectors"] == 0

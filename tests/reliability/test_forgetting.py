@@ -253,3 +253,35 @@ def _fts_segments(db: sqlmem.MemoryDB) -> dict[str, int]:
             rows: Any = conn.execute(f"SELECT count(DISTINCT segid) FROM {table}_idx").fetchall()
             out[table] = int(rows[0][0])
     return out
+
+
+def test_vacuum_leaves_no_byte_of_a_forgotten_messages_vector(tmp_path: Path) -> None:
+    """Message vectors go with their messages: pop and purge delete them, and `vacuum()`
+    leaves no byte of them in the file or its WAL, while the kept messages' stay."""
+    from sqlmem.embedders import HashEmbedder
+    from sqlmem.search.vectors import checked_rows
+
+    embedder = HashEmbedder(64)
+
+    def blob(text: str) -> bytes:
+        (vector,) = checked_rows(embedder.embed([text]), 1)
+        assert vector is not None
+        return vector.astype("<f4").tobytes()
+
+    popped, purged = [f"{_secret()} {_secret()}" for _ in range(2)]
+    kept = [f"{_secret()} stays" for _ in range(3)]
+    with sqlmem.open(tmp_path / "m.db", embedder=embedder) as db:
+        db.history.append_many("keep", [Message(role="user", content=t) for t in kept])
+        db.history.append("keep", Message(role="user", content=popped))
+        db.history.append_many("gone", [Message(role="user", content=purged)] * 2)
+        db.checkpoint()
+        data = _raw_bytes(db)
+        assert all(blob(t) in data for t in [popped, purged, *kept])
+        assert db.history.pop("keep") is not None
+        db.history.purge("gone")
+        db.vacuum()
+        data = _raw_bytes(db)
+        assert blob(popped) not in data and blob(purged) not in data
+        assert all(blob(t) in data for t in kept)
+        assert len(db.history.search("stays", mode="vector", top_k=10)) == 3
+        assert db.check().ok
