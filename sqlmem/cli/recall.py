@@ -9,12 +9,12 @@ import platform
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .memory_commands import load_embedder
-from .opening import existing_path
-from .output import Output
 from .parser_02 import embedder_option
+
+if TYPE_CHECKING:
+    from .output import Output
 
 __all__ = ["add_recall", "recall_data", "run_recall"]
 
@@ -44,6 +44,8 @@ def add_recall(commands: Any, command: Any) -> None:
 
 
 def run_recall(args: argparse.Namespace, out: Output) -> int:
+    from .opening import existing_path  # not at import: `sqlmem --help` loads no pydantic
+
     data = recall_data(
         existing_path(args.path),
         embedder_name=args.embedder,
@@ -72,6 +74,7 @@ def recall_data(
     """The measurement as one JSON-ready document (the command and the benchmark module)."""
     from ..evaluation.conversations import load_conversations, pick
     from ..evaluation.recall import measure
+    from .memory_commands import load_embedder
 
     chosen = pick(load_conversations(path), conversations)
     embedder = (
