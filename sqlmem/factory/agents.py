@@ -112,7 +112,7 @@ class MemoryFactory:
         embedder: Embedder | None = None,
         backend: Backend | None = None,
     ) -> None:
-        """`embedder` (SPEC 17): one embedder for every agent's and scope's facts."""
+        """`embedder`: one embedder for every agent's and scope's facts and messages."""
         self._embedder = check_embedder(embedder)
         if embedder is not None and backend is not None:
             raise InvalidArgumentError(

@@ -49,8 +49,8 @@ class PostgresBackend:
 
     `pool_size` bounds the connections this process holds (per distinct busy timeout).
     Nothing connects before the first agent is opened; migrations run then, once.
-    `embedder` (SPEC 17): one embedder for every agent's facts (vectors, modes "vector"
-    and "hybrid").
+    `embedder`: one embedder for every agent's facts and messages (vectors, search modes
+    "vector" and "hybrid").
     """
 
     def __init__(self, dsn: str, pool_size: int = 10, *, embedder: Any = None) -> None:
@@ -212,8 +212,8 @@ def open(
     """Open `agent_id`'s memory in the PostgreSQL database at `dsn` (migrating it if needed).
 
     The database gets its own small pool (`pool_size`); for many agents in one
-    process, share one `PostgresBackend` instead. `embedder` (SPEC 17): vectors of every
-    fact written, and search modes "vector" and "hybrid".
+    process, share one `PostgresBackend` instead. `embedder`: vectors of every
+    fact and message written, and search modes "vector" and "hybrid".
     """
     validate_agent_id(agent_id)
     check_embedder(embedder)  # refused before anything connects

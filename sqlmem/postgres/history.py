@@ -21,6 +21,10 @@ holes counts what it archived and takes the holes it passed off, as the SQLite s
 does. Search: `sqlmem.postgres.ranking` (mode "any", every message counted in the
 statistics, the session filter applied before ranking).
 
+With an embedder, each message with text also gets a vector (`message_vectors`, written by
+a second statement of the append's transaction, the model run before it), and search
+offers modes "vector" and "hybrid" as on SQLite.
+
 Unlike the SQLite store, messages are always indexed: `history_search=False` only makes
 `search` refuse, as SPEC 5 requires.
 """

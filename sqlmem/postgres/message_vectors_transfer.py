@@ -23,7 +23,7 @@ _PAGE = 500
 
 _ANY = "SELECT 1 FROM message_vectors WHERE agent_id = %s LIMIT 1"
 _EXPORT_PAGE = """
-SELECT session_id, seq, model, dim, vector FROM message_vectors
+SELECT session_id, seq, model, dim, content_hash, vector FROM message_vectors
 WHERE agent_id = %s AND (session_id, seq) > (%s, %s)
 ORDER BY session_id, seq LIMIT %s
 """
@@ -45,8 +45,8 @@ def export_message_vectors(db: PostgresDB) -> Iterator[dict[str, Any]]:
     while True:
         with db._engine.read() as conn:
             rows = conn.execute(_EXPORT_PAGE, (db.agent_id, *after, _PAGE)).fetchall()
-        for session, seq, model, dim, blob in rows:
-            yield message_vector_record(decode(session), seq, model, dim, bytes(blob))
+        for session, seq, model, dim, digest, blob in rows:
+            yield message_vector_record(decode(session), seq, model, dim, digest, bytes(blob))
         if len(rows) < _PAGE:
             return
         after = (rows[-1][0], rows[-1][1])
@@ -55,7 +55,8 @@ def export_message_vectors(db: PostgresDB) -> Iterator[dict[str, Any]]:
 def import_message_vector(
     conn: Conn, agent: str, row: MessageVectorRow, counts: ImportCounts
 ) -> None:
-    """Store one message vector record in the import's transaction (after its message)."""
+    """Store one message vector record in the import's transaction (after its message);
+    skipped as on SQLite (`sqlite.message_vectors_transfer.import_message_vector`)."""
     import numpy as np  # only imports that carry vectors load numpy
 
     from ..rules.history_modes import vector_text_ms
@@ -65,10 +66,14 @@ def import_message_vector(
     found = conn.execute(_TARGET, (agent, session, row.seq)).fetchone()
     raw = np.frombuffer(row.data, dtype="<f4").reshape(1, row.dim).astype(np.float32)
     vector = checked_rows(raw, 1)[0]
-    if found is None or vector is None or found[0] == "":
+    if found is None or vector is None:
         counts.message_vectors_skipped += 1
         return
     content, model, stored, name, created_ms = found
+    text = vector_text_ms(decode(content), decode(name), created_ms)
+    if content_key(row.model, text) != row.content_hash:  # computed from another text
+        counts.message_vectors_skipped += 1
+        return
     blob = to_blob(vector)
     if model == row.model and stored is not None and bytes(stored) == blob:
         counts.message_vectors_skipped += 1
@@ -82,9 +87,7 @@ def import_message_vector(
             "content": content,
             "model": row.model,
             "dim": row.dim,
-            "hash": content_key(
-                row.model, vector_text_ms(decode(content), decode(name), created_ms)
-            ),
+            "hash": row.content_hash,
             "vector": blob,
         },
     )

@@ -3,7 +3,7 @@ message's, each its stored embedding as base64 of float32 little-endian.
 
     {"type": "vector", "id": "<fact id>", "model": "...", "dim": 256, "data": "..."}
     {"type": "message_vector", "session_id": "chat:1", "seq": 4, "model": "...",
-     "dim": 256, "data": "..."}
+     "dim": 256, "content_hash": "<sha256 hex>", "data": "..."}
 
 Message vectors make a file format version 3 (`MESSAGE_VECTORS_FORMAT_VERSION`): a reader
 of version 2 refuses the header rather than importing the records before the first
@@ -12,12 +12,17 @@ older readers keep reading what they can read whole.
 
 An import checks a vector (finite, of the stated size, not all zeros) and normalises it
 again before storing it (the file may come from anywhere); a vector whose fact or message
-is not there is skipped.
+is not there is skipped. A message vector carries the hash of the text it was computed
+from (`search.vectors.content_key` of model and text): an import merges messages by
+(session_id, seq) and keeps a message the target already holds, which may say something
+else than the file's, so the vector is stored only when the hash matches the text the
+target's message holds.
 """
 
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +39,8 @@ __all__ = [
 
 #: The format version of an export holding message vectors.
 MESSAGE_VECTORS_FORMAT_VERSION = 3
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -54,11 +61,12 @@ class MessageVectorRow:
     seq: int
     model: str
     dim: int
+    content_hash: str
     data: bytes
 
 
 def message_vector_record(
-    session_id: str, seq: int, model: str, dim: int, blob: bytes
+    session_id: str, seq: int, model: str, dim: int, content_hash: str, blob: bytes
 ) -> dict[str, Any]:
     """A message vector as the export writes it."""
     return {
@@ -67,6 +75,7 @@ def message_vector_record(
         "seq": seq,
         "model": model,
         "dim": dim,
+        "content_hash": content_hash,
         "data": base64.b64encode(blob).decode("ascii"),
     }
 
@@ -81,13 +90,16 @@ def vector_row(fields: dict[str, Any]) -> VectorRow:
 
 
 def message_vector_row(fields: dict[str, Any], max_seq: int) -> MessageVectorRow:
-    _only(fields, "message_vector", {"session_id", "seq", "model", "dim", "data"})
+    _only(fields, "message_vector", {"session_id", "seq", "model", "dim", "content_hash", "data"})
     session_id = check_session_id(fields.get("session_id"))
     seq = fields.get("seq")
     if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= max_seq:
         raise ValueError("message_vector record: seq must be an integer from 1 to 2**62")
+    digest = fields.get("content_hash")
+    if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
+        raise ValueError("message_vector record: content_hash must be 64 lowercase hex digits")
     model, dim, raw = _payload(fields, "message_vector")
-    return MessageVectorRow(session_id, seq, model, dim, raw)
+    return MessageVectorRow(session_id, seq, model, dim, digest, raw)
 
 
 def _only(fields: dict[str, Any], kind: str, names: set[str]) -> None:

@@ -73,7 +73,7 @@ class MemoryDB:
         embedder: Embedder | None = None,
         _read_only: bool = False,
     ) -> None:
-        """`embedder` (SPEC 17): facts and messages get vectors, and their searches
+        """`embedder`: facts and messages get vectors, and their searches
         modes "vector" and "hybrid".
 
         `_read_only` (internal, for the read-only CLI commands): the file must exist at
@@ -270,5 +270,5 @@ def open(
     embedder: Embedder | None = None,
 ) -> MemoryDB:
     """Open (creating and migrating if needed) the memory database at `path`; with an
-    `embedder`, facts get vectors for semantic and hybrid search (SPEC 17)."""
+    `embedder`, facts and messages get vectors for semantic and hybrid search."""
     return MemoryDB(path, config, embedder=embedder)

@@ -19,6 +19,9 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
   segmented text when the content has scripts written without spaces (see
   `sqlmem.search.query.segment`), NULL otherwise.
 * `messages_fts`: FTS5 over the searchable messages, kept in sync by triggers.
+* `message_vectors` (with an embedder; `sqlite.message_vectors`): a vector per message with text,
+  written in the append's transaction after the model ran outside it; forgotten with the
+  message (ON DELETE CASCADE). Search modes "vector" and "hybrid" rank by them.
 
 Search has mode "any" semantics (a message matches when it holds any query word). Like
 fact search, it is the exact OR query on histories under 20,000 messages, for queries
@@ -240,8 +243,8 @@ class SQLiteHistoryStore:
                     )
                 else:
                     _insert_chunks(conn, pk, first, rows, plain)
-                if prepared:
-                    self._vectors.write(conn, pk, first, prepared)  # type: ignore[union-attr]
+                if prepared and self._vectors is not None:  # the message's own transaction
+                    self._vectors.write(conn, pk, first, prepared)
                 limit = self._config.max_history_len
                 if limit is not None and last - archived - holes > limit:
                     archive(conn, (pk, last, archived, holes), limit, None)

@@ -1,5 +1,5 @@
 """History search by words (mode "any", `search_words`), and within one session on a large
-file (SPEC 5, 0.2) at about the cost of searching that session alone.
+file (0.2) at about the cost of searching that session alone.
 
 Why not one SQL statement: FTS5 cannot filter by session before it ranks. The session is
 not in the index (an UNINDEXED column would be read per match, after matching), its

@@ -23,6 +23,7 @@ from ..search.embedding import Embedding
 from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
 from . import message_vectors_sql as sql
 from .engine import Engine
+from .history_sql import DETACHED_SESSION
 
 __all__ = ["MessageVectors", "Prepared"]
 
@@ -130,11 +131,14 @@ class MessageVectors:
         first, `score` the cosine. Equal cosines rank by insertion (pk), as in the twin."""
         dim = int(query.shape[0])
         params: dict[str, Any] = {"model": self.embedding.model, "dim": dim}
-        statement = sql.CANDIDATES_ALL
-        if session_id is not None:
-            params["session"] = session_id
-            statement = sql.CANDIDATES_SESSION
         with self._engine.read() as conn:
+            if session_id is not None:
+                params["session"] = session_id
+                statement = sql.CANDIDATES_SESSION
+            elif conn.execute(DETACHED_SESSION).fetchall():  # a purge under way
+                statement = sql.CANDIDATES_LIVE
+            else:
+                statement = sql.CANDIDATES_ALL
             candidates: list[Any] = conn.execute(statement, params).fetchall()
             if not candidates:
                 return []

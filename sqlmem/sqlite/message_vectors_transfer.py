@@ -36,8 +36,8 @@ def export_message_vectors(db: MemoryDB) -> Iterator[dict[str, Any]]:
     while True:
         with db.engine.read() as conn:
             rows: list[Any] = conn.execute(sql.EXPORT_PAGE, (*after, _PAGE)).fetchall()
-        for session_id, seq, model, dim, blob in rows:
-            yield message_vector_record(session_id, seq, model, dim, blob)
+        for session_id, seq, model, dim, digest, blob in rows:
+            yield message_vector_record(session_id, seq, model, dim, digest, blob)
         if len(rows) < _PAGE:
             return
         after = (rows[-1][0], rows[-1][1])
@@ -47,8 +47,8 @@ def import_message_vector(
     conn: apsw.Connection, row: MessageVectorRow, counts: ImportCounts
 ) -> None:
     """Store one message vector record (inside the import's transaction); skipped when its
-    message is not there, when it is unusable, or when the same vector is stored already
-    (importing twice adds nothing)."""
+    message is not there or holds another text than the vector was computed from, when it
+    is unusable, or when the same vector is stored already (importing twice adds nothing)."""
     import numpy as np  # only imports that carry vectors load numpy
 
     from ..rules.history_modes import vector_text_ms
@@ -57,22 +57,21 @@ def import_message_vector(
     found: list[Any] = conn.execute(sql.IMPORT_TARGET, (row.session_id, row.seq)).fetchall()
     raw = np.frombuffer(row.data, dtype="<f4").reshape(1, row.dim).astype(np.float32)
     vector = checked_rows(raw, 1)[0]
-    if not found or vector is None or found[0][1] == "":
+    if not found or vector is None:
         counts.message_vectors_skipped += 1
         return
     pk, content, stored_model, stored, name, created_ms = found[0]
+    # The text the vector was computed from (rules.history_modes.vector_text) must be
+    # this message's: its content, speaker and day.
+    if content_key(row.model, vector_text_ms(content, name, created_ms)) != row.content_hash:
+        counts.message_vectors_skipped += 1
+        return
     blob = to_blob(vector)
     if stored_model == row.model and stored == blob:
         counts.message_vectors_skipped += 1
         return
     conn.execute(
         sql.UPSERT_BY_PK,
-        {
-            "pk": pk,
-            "model": row.model,
-            "dim": row.dim,
-            "hash": content_key(row.model, vector_text_ms(content, name, created_ms)),
-            "vector": blob,
-        },
+        {"pk": pk, "model": row.model, "dim": row.dim, "hash": row.content_hash, "vector": blob},
     )
     counts.message_vectors += 1

@@ -361,3 +361,23 @@ def test_wordllama_finds_a_turn_bm25_cannot(make: Make) -> None:
     for mode in ("vector", "hybrid"):
         top = history.search("what do I eat?", mode=mode, top_k=1)  # type: ignore[arg-type]
         assert top[0].content == "The user is vegetarian."
+
+
+def test_a_session_being_purged_is_never_found_by_meaning(tmp_path: Path) -> None:
+    """A large purge detaches the session first and deletes its rows in chunks; what a
+    crash leaves between the two must not be found (nor counted as missing vectors)."""
+    from sqlmem.sqlite import history_sql
+
+    with sqlmem.open(tmp_path / "m.db", embedder=CountingEmbedder()) as db:
+        db.history.append_many("gone", [_user("green tea"), _user("blue sea")])
+        db.history.append("kept", _user("green apple"))
+        with db.engine.write() as conn:  # as a purge interrupted after its first step
+            pk = conn.execute("SELECT pk FROM sessions WHERE session_id = 'gone'").fetchall()
+            conn.execute(history_sql.DETACH_SESSION, (pk[0][0], 0))
+        for mode in ("vector", "hybrid"):
+            found = db.history.search("green tea sea", mode=mode, top_k=10)  # type: ignore[arg-type]
+            assert [(m.session_id, m.seq) for m in found] == [("kept", 1)]
+        assert db.stats()["messages_without_vectors"] == 0
+        db.history.purge("kept")  # finishes the interrupted purge too
+        with db.engine.read() as conn:
+            assert conn.execute("SELECT count(*) FROM message_vectors").fetchall()[0][0] == 0

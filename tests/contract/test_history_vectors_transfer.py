@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from sqlmem.embedders import HashEmbedder
 from sqlmem.rules import export_format
 from sqlmem.rules.export_format import ExportFormatError
 from sqlmem.rules.history_modes import vector_text
+from sqlmem.search.vectors import checked_rows, content_key
 from sqlmem.sqlite.export import export_records
 from sqlmem.sqlite.importer import import_lines, import_records
 
@@ -115,9 +117,21 @@ def _header(version: int = 3) -> str:
     return json.dumps({"format": "sqlmem-export", "format_version": version})
 
 
+#: When the imported test message was said: its vector is of its text after that day
+#: (`rules.history_modes.vector_text`).
+SAID = datetime(2025, 1, 31, 9, 14, 55, tzinfo=timezone.utc)
+
+
 def _message_line(seq: int = 1) -> str:
     return json.dumps(
-        {"type": "message", "session_id": "s", "seq": seq, "role": "user", "content": "hi"}
+        {
+            "type": "message",
+            "session_id": "s",
+            "seq": seq,
+            "role": "user",
+            "content": "hi",
+            "created_at": SAID.isoformat(),
+        }
     )
 
 
@@ -130,6 +144,8 @@ def _message_line(seq: int = 1) -> str:
         ({"session_id": ""}, "session"),
         ({"model": ""}, "model"),
         ({"extra": 1}, "unknown field"),
+        ({"content_hash": "ABC"}, "content_hash"),
+        ({"content_hash": None}, "content_hash"),
     ],
 )
 def test_bad_message_vector_records_are_refused_with_their_line(
@@ -141,6 +157,7 @@ def test_bad_message_vector_records_are_refused_with_their_line(
         "seq": 1,
         "model": "m",
         "dim": 2,
+        "content_hash": content_key("m", "hi"),
         "data": base64.b64encode(b"\0" * 8).decode(),
     }
     record.update(fields)
@@ -151,7 +168,7 @@ def test_bad_message_vector_records_are_refused_with_their_line(
 
 
 def test_unusable_or_orphan_vectors_are_skipped(tmp_path: Path) -> None:
-    def vector(seq: int, values: list[float]) -> str:
+    def vector(seq: int, values: list[float], text: str = vector_text("hi", "", SAID)) -> str:
         import numpy as np
 
         data = np.array(values, dtype="<f4").tobytes()
@@ -162,17 +179,25 @@ def test_unusable_or_orphan_vectors_are_skipped(tmp_path: Path) -> None:
                 "seq": seq,
                 "model": "m",
                 "dim": len(values),
+                "content_hash": content_key("m", text),
                 "data": base64.b64encode(data).decode(),
             }
         )
 
-    lines = [_header(), _message_line(), vector(1, [0.0, 0.0]), vector(2, [1.0, 0.0])]
+    lines = [
+        _header(),
+        _message_line(),
+        vector(1, [0.0, 0.0]),  # no length
+        vector(2, [1.0, 0.0]),  # no such message
+        vector(1, [1.0, 0.0], text=vector_text("bye", "", SAID)),  # from another text
+        vector(1, [1.0, 0.0], text="hi"),  # from the bare content: not what is embedded
+    ]
     with sqlmem.open(tmp_path / "a.db") as db:
         counts = import_lines(db, lines)
         assert (counts.messages, counts.message_vectors, counts.message_vectors_skipped) == (
             1,
             0,
-            2,
+            4,
         )
         assert db.stats()["messages_without_vectors"] == 1
     lines[2] = vector(1, [3.0, 4.0])  # stored at unit length
@@ -213,3 +238,23 @@ def test_postgres_transfer_keeps_message_vectors(tmp_path: Path, pg_dsn: str) ->
     with postgres.open(pg_dsn, new_agent_id(), embedder=embedder, pool_size=1) as pg:
         transfer.import_records(pg, records)  # with an embedder: the missing one filled
         assert pg.stats()["messages_without_vectors"] == 0
+
+
+def test_a_vector_is_never_attached_to_another_text(tmp_path: Path) -> None:
+    """An import keeps a message the target already holds at the same (session, seq): the
+    file's vector of a different text must not be stored on it."""
+    embedder = CountingEmbedder()
+    with sqlmem.open(tmp_path / "a.db", embedder=embedder) as db:
+        db.history.append("chat", Message(role="user", content="green tea please"))
+        records = _dump(db)
+    with sqlmem.open(tmp_path / "b.db", embedder=embedder) as db:
+        db.history.append("chat", Message(role="user", content="fast red car"))
+        counts = import_records(db, records)
+        assert (counts.messages_skipped, counts.message_vectors_skipped) == (1, 1)
+        top = db.history.search("fast red car", mode="vector", top_k=1)
+        own = vector_text(top[0].content, top[0].name, top[0].created_at)
+        query, stored = checked_rows(embedder.embed(["fast red car", own]), 2)
+        assert query is not None and stored is not None
+        assert top[0].score == pytest.approx(float(query @ stored))  # its own text's vector
+        other = checked_rows(embedder.embed([records[1]["content"]]), 1)[0]
+        assert other is not None and float(query @ other) != pytest.approx(top[0].score)

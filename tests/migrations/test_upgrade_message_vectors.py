@@ -7,6 +7,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from released import OldFact, build_0_1_file
+
 import sqlmem
 from sqlmem import Message
 from sqlmem.embedders import HashEmbedder
@@ -23,13 +25,13 @@ def _build_before_message_vectors(path: Path) -> int:
         "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
         " sha256 TEXT NOT NULL, applied_at INTEGER NOT NULL)"
     )
-    for migration in plan[: mine - 1]:
-        conn.executescript(migration.sql.replace("{tokenizer}", sqlmem.StoreConfig().tokenizer))
-        conn.execute(
-            "INSERT INTO schema_version VALUES (?, ?, ?, 0)",
-            (migration.version, migration.name, migration.sha256),
+    for migration in plan[: mine - 1]:  # each in one transaction with its ledger row
+        conn.executescript(
+            "BEGIN IMMEDIATE;\n"
+            + migration.sql.replace("{tokenizer}", sqlmem.StoreConfig().tokenizer)
+            + f"\n;INSERT INTO schema_version VALUES ({migration.version}, '{migration.name}',"
+            + f" '{migration.sha256}', 0);\nPRAGMA user_version = {migration.version};\nCOMMIT;"
         )
-        conn.execute(f"PRAGMA user_version = {migration.version}")
     for sid, texts in (("chat", ["green tea please", "", "blue sky"]), ("other", ["tea"])):
         conn.execute(
             "INSERT INTO sessions(session_id, last_seq, created_at, updated_at)"
@@ -69,3 +71,15 @@ def test_a_file_from_before_message_vectors_upgrades_keeping_every_row(tmp_path:
         assert [(m.session_id, m.seq) for m in top] == [("chat", 1)]
         assert db.history.append("chat", Message(role="user", content="next")) == 4
         assert db.check().ok
+
+
+def test_a_0_1_file_upgrades_and_its_messages_get_vectors(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    build_0_1_file(path, [OldFact(id="f", content="kept fact")], messages=5)
+    with sqlmem.open(path, embedder=HashEmbedder(32)) as db:
+        assert db.stats()["messages_without_vectors"] == 5
+        assert db.stats()["facts_without_vectors"] == 1
+        assert db.history.embed_pending(batch_size=2) == 5
+        assert db.facts.embed_pending() == 1
+        assert [m.seq for m in db.history.search("message 3", mode="hybrid", top_k=1)] == [3]
+        assert [m.content for m in db.history.get_all("chat:1")][-1] == "message 5"

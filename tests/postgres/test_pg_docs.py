@@ -255,6 +255,7 @@ def test_stats_count_the_agents_rows_only(open_pg: Any) -> None:
         "messages_archived": 2,
         "facts": 1,
         "facts_without_vectors": 1,
+        "messages_without_vectors": 3,  # no embedder: every message with text
         "documents": 2,
     }
 
