@@ -8,13 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx  # the `test` extra installs it
 import pytest
+from onnx import TensorProto, helper, numpy_helper
+from tokenizers import Tokenizer, models, pre_tokenizers
 
-onnx = pytest.importorskip("onnx")  # the `test` extra installs it
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-from tokenizers import Tokenizer, models, pre_tokenizers  # noqa: E402
-
-from sqlmem.embedders import OnnxEmbedder  # noqa: E402
+from sqlmem.embedders import OnnxEmbedder
 
 VOCAB = {"[PAD]": 0, "[UNK]": 1, "red": 2, "green": 3, "tea": 4, "car": 5}
 TABLE = np.arange(len(VOCAB) * 4, dtype=np.float32).reshape(len(VOCAB), 4) + 1.0
