@@ -98,6 +98,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         Embedder as Embedder,
         FactStore as FactStore,
         HistoryStore as HistoryStore,
+        QueryEmbedder as QueryEmbedder,
         SearchMode as SearchMode,
     )
     from .records import (
@@ -187,6 +188,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Embedder",
         "FactStore",
         "HistoryStore",
+        "QueryEmbedder",
         "SearchMode",
     ),
     ".records": ("Fact", "Message", "ToolCall"),

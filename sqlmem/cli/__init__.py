@@ -30,6 +30,7 @@ def _handlers() -> dict[str, Handler]:
     from .docs import run_docs
     from .mcp_server import run_mcp
     from .memory_commands import run_embed, run_maintain, run_pack, run_vacuum
+    from .recall import run_recall
     from .sessions import run_sessions
     from .transfer import run_export, run_import
 
@@ -49,6 +50,7 @@ def _handlers() -> dict[str, Handler]:
         "embed": run_embed,
         "pack": run_pack,
         "mcp": run_mcp,
+        "recall": run_recall,
     }
 
 

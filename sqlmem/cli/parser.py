@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_docs(commands)
     add_memory_commands(commands, _command, _existing, _progress)
     _mcp(commands)
+    from .recall import add_recall
+
+    add_recall(commands, _command)
     return parser
 
 

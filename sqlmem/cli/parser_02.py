@@ -6,7 +6,20 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["add_memory_commands", "at_least", "embedder_option"]
+__all__ = ["EMBEDDERS", "add_memory_commands", "at_least", "embedder_option", "embedder_spec"]
+
+
+#: Embedders the command line can build by name (`--embedder`); `onnx:DIR` names a folder.
+EMBEDDERS = ("wordllama", "onnx:DIR")
+
+
+def embedder_spec(text: str) -> str:
+    """`--embedder`'s value, checked as the command line is read (argparse `type=`)."""
+    if text == "wordllama" or (text.startswith("onnx:") and len(text) > len("onnx:")):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"unknown embedder {text!r}; use one of {', '.join(EMBEDDERS)}"
+    )
 
 
 def at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -31,9 +44,11 @@ def at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
 def embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder",
-        choices=("wordllama",),
+        type=embedder_spec,
         default=None,
-        help="embed with this model (needs the 'embed' extra: pip install 'sqlmem[embed]')",
+        metavar="wordllama|onnx:DIR",
+        help="embed with this model: wordllama (the 'embed' extra) or an ONNX export in a "
+        "local folder (the 'onnx' extra)",
     )
 
 
@@ -61,7 +76,11 @@ def add_memory_commands(commands: Any, command: Any, existing: Any, progress: An
     )
     existing(embed)
     embed.add_argument(
-        "--embedder", choices=("wordllama",), default="wordllama", help="the model (default)"
+        "--embedder",
+        type=embedder_spec,
+        default="wordllama",
+        metavar="wordllama|onnx:DIR",
+        help="the model (default wordllama)",
     )
     embed.add_argument(
         "--batch-size", type=at_least(1), default=64, metavar="N", help="texts per model call"

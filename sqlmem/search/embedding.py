@@ -11,6 +11,9 @@ the same texts, cache alike and fail alike:
   asks for vectors first and writes afterwards. A write made while the caller already
   holds the lock (inside `atomic()`) takes only known vectors (`run_model=False`); the
   store computes the others after the block commits.
+- A query goes through `embed_query` when the embedder has one (asymmetric models), and
+  is cached apart from stored texts then: the same words as a query and as a stored text
+  have two different vectors.
 - An embedder that raises, or returns something `search.vectors.checked_rows` refuses,
   never costs the write: those texts get no vector, a warning is logged on the "sqlmem"
   logger, and `embed_pending` fills them later.
@@ -24,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..rules.embedder import check_embedder
+from ..rules.embedder import check_embedder, embed_queries, has_query_side
 from .vectors import Vector, checked_rows, content_key, unit_query
 
 __all__ = ["Embedding"]
@@ -41,6 +44,8 @@ class Embedding:
     def __init__(self, embedder: Any) -> None:
         self.embedder = check_embedder(embedder)
         self.model: str = embedder.model
+        # Queries share the stored texts' cache entries only when both are embedded alike.
+        self._query_model = self.model + "\x00query" if has_query_side(embedder) else self.model
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -82,13 +87,13 @@ class Embedding:
         """The query's unit vector, or None: no usable vector (a zero vector), or the
         embedder failed (logged): vector search then finds nothing and hybrid search
         ranks by BM25 alone, rather than failing the agent's turn."""
-        key = self.key(text)
+        key = content_key(self._query_model, text)
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
         try:
-            vector = unit_query(self.embedder.embed([text]))
+            vector = unit_query(embed_queries(self.embedder, [text]))
         except Exception as exc:  # the caller's code, as for writes
             _log.warning(
                 "embedder %r failed for a query; searching without its vector: %s: %s",

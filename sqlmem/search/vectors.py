@@ -13,7 +13,7 @@ rank alike (the agreement tests compare them).
 - Ranking is exact: `matrix @ query` over the candidates that passed the filters, then
   `argpartition` for the top k (no approximate index: vectors stay in the file, under its
   transactions, backups and forgetting).
-- Hybrid: reciprocal rank fusion, `sum 1/(60 + rank)` over the two rankings (ranks from
+- Hybrid: reciprocal rank fusion, `sum 1/(10 + rank)` over the two rankings (ranks from
   1), ties broken by BM25 rank. Rank fusion needs no score calibration: BM25 scores are
   unbounded and corpus-dependent, cosines are not, and adding them after min-max scaling
   lets one leg drown the other.
@@ -41,8 +41,13 @@ __all__ = [
     "unit_query",
 ]
 
-#: The "k" of reciprocal rank fusion (SPEC 17), as in the original paper (Cormack et al.).
-RRF_K = 60
+#: The "k" of reciprocal rank fusion, the one constant every backend's hybrid search uses.
+#: 10, not the original paper's 60 (Cormack et al.): at 60 two middling placings outrank
+#: one first place (2/90 > 1/61), so a fact both legs rank 30th beats the one the vectors
+#: rank first. Measured over five embedders on a long-conversation benchmark and on our
+#: synthetic one, 10 was no worse than 60 in 24 of 25 cells (+2.8 points of recall@10 on
+#: average).
+RRF_K = 10
 
 Vector = npt.NDArray[np.float32]
 _Id = TypeVar("_Id", bound=Hashable)

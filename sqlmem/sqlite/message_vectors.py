@@ -17,7 +17,7 @@ import apsw
 
 from ..records import Message
 from ..rules.encoding import dumps_json
-from ..rules.history_modes import message_needs_vector
+from ..rules.history_modes import message_needs_vector, vector_text_ms
 from ..rules.rows import messages_from_rows
 from ..search.embedding import Embedding
 from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
@@ -102,11 +102,11 @@ class MessageVectors:
             if not page:
                 return done
             after = page[-1][0]
-            texts = [content for _, content in page]
+            texts = [vector_text_ms(content, name, ms) for _, content, name, ms in page]
             keys = [self.embedding.key(t) for t in texts]
             vectors = self.embedding.vectors(texts, self._stored(keys))
             with self._engine.write() as conn:
-                for (pk, content), key, vector in zip(page, keys, vectors, strict=True):
+                for (pk, content, _, _), key, vector in zip(page, keys, vectors, strict=True):
                     if vector is None:
                         continue
                     conn.execute(
