@@ -139,12 +139,13 @@ class MessageVectors:
         first, `score` the cosine."""
         dim = int(query.shape[0])
         params: dict[str, Any] = {"agent": self._agent, "model": self.embedding.model, "dim": dim}
-        statement = sql.CANDIDATES_ALL
         if session_id is not None:
             params["session"] = encode(session_id)
-            statement = sql.CANDIDATES_SESSION
         with self._engine.snapshot() as conn:
-            candidates = conn.execute(statement, params).fetchall()
+            if session_id is not None:
+                candidates = conn.execute(sql.CANDIDATES_SESSION, params).fetchall()
+            else:
+                candidates = conn.execute(sql.CANDIDATES_ALL, params).fetchall()
             if not candidates:
                 return []
             matrix = from_blobs([bytes(blob) for _, _, blob in candidates], dim)
