@@ -17,6 +17,7 @@ from langgraph.store.base import (
     NOT_PROVIDED,
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -117,11 +118,13 @@ class SqlmemStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_op_namespaces(ops)
         prepared = self._index.prepare(ops) if self._index is not None else {}
         return self._batch(ops, prepared)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_op_namespaces(ops)
         prepared = await self._index.aprepare(ops) if self._index is not None else {}
         if any(isinstance(op, PutOp) for op in ops):
             return await self._backend.write(self._batch, ops, prepared)
@@ -316,6 +319,42 @@ class SqlmemStore(BaseStore):
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def check_op_namespaces(ops: list[Op]) -> None:
+    """LangGraph's label rules for every op of a batch, before any of it runs.
+
+    `BaseStore.get/put/search/...` check labels themselves, but ops handed straight to
+    `batch` do not pass through them. sqlmem's encoding would keep `("foo.bar",)` apart
+    from `("foo", "bar")`, yet LangGraph's own stores join labels with dots, so a program
+    written against them must get the same refusal here: `InvalidNamespaceError` for a
+    label that is not a string, is empty, or holds a period or a NUL. The whole batch is
+    refused, nothing of it written.
+    """
+    for op in ops:
+        if isinstance(op, (GetOp, PutOp)):
+            _check_labels(op.namespace)
+        elif isinstance(op, SearchOp):
+            _check_labels(op.namespace_prefix)
+        elif isinstance(op, ListNamespacesOp):
+            for condition in op.match_conditions or ():
+                _check_labels(condition.path)
+
+
+def _check_labels(namespace: Any) -> None:
+    if not isinstance(namespace, (tuple, list)):
+        return  # not a namespace at all: encode_namespace refuses it with its own words
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace!r}: labels must be "
+                f"strings, not {type(label).__name__}"
+            )
+        if not label or "." in label or "\x00" in label:
+            raise InvalidNamespaceError(
+                f"Invalid namespace label {label!r} in {namespace!r}: labels must be "
+                "non-empty and hold no period ('.') or NUL"
+            )
 
 
 def _key(key: Any) -> str:
