@@ -108,9 +108,21 @@ class SqlmemStore(BaseStore):
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
         self._backend = Backend(db_or_path, "SqlmemStore")
-        self._kv = SQLiteKeyValueStore(self._backend.db.engine)
-        self._search_sql = SQLiteKVSearch(self._backend.db.engine)
-        self._compiler = compiler_for(self._backend.db.engine.tokenizer)
+
+    # Built on first use, on the thread that makes it: a path opens only then (an async
+    # call's on the runner's thread), so constructing a store never touches the disk.
+
+    @functools.cached_property
+    def _kv(self) -> SQLiteKeyValueStore:
+        return SQLiteKeyValueStore(self._backend.db.engine)
+
+    @functools.cached_property
+    def _search_sql(self) -> SQLiteKVSearch:
+        return SQLiteKVSearch(self._backend.db.engine)
+
+    @functools.cached_property
+    def _compiler(self) -> Any:
+        return compiler_for(self._backend.db.engine.tokenizer)
 
     @property
     def db(self) -> MemoryDB:
@@ -139,10 +151,13 @@ class SqlmemStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete every expired item (of every store in the file's kv table)."""
+        return self._sweep()
+
+    def _sweep(self) -> int:
         return self._kv.sweep()
 
     async def asweep_ttl(self) -> int:
-        return await self._backend.write(self._kv.sweep)
+        return await self._backend.write(self._sweep)
 
     def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None

@@ -97,24 +97,23 @@ class SqlmemSession:
             limit = None
         elif limit == 0:
             return []
-        return await self._backend.run(_items, self._backend.db.engine, self.session_id, limit)
+        return await self._backend.run_db(_items, self.session_id, limit)
 
     async def add_items(
         self, items: list[Any], *, wrapper: RunContextWrapper[Any] | None = None
     ) -> None:
         """Append the items in order, in one transaction: all of them or none."""
         messages = [message_from_item(item, f"items[{i}]") for i, item in enumerate(items)]
-        history = self._backend.db.history
-        await self._backend.write(history.append_many, self.session_id, messages)
+        await self._backend.write_db(_append_many, self.session_id, messages)
 
     async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> Any | None:
         """Remove and return the newest item (None for an empty session)."""
-        message = await self._backend.write(self._backend.db.history.pop, self.session_id)
+        message = await self._backend.write_db(_pop, self.session_id)
         return None if message is None else item_from_message(message)
 
     async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Remove every item of the session (and its sqlmem summary) from the file."""
-        await self._backend.write(self._backend.db.history.purge, self.session_id)
+        await self._backend.write_db(_purge, self.session_id)
 
     async def _get_compaction_snapshot(
         self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
@@ -143,7 +142,7 @@ class SqlmemSession:
         self._backend.close()
 
     def __repr__(self) -> str:
-        return f"<SqlmemSession {self.session_id!r} in {str(self._backend.db.path)!r}>"
+        return f"<SqlmemSession {self.session_id!r} in {self._backend.path!r}>"
 
 
 def _check_limit(limit: Any) -> int:
@@ -192,10 +191,23 @@ def item_from_message(message: Message) -> Any:
     return _easy_item(message.role, message.content, message.tool_call_id)
 
 
-def _items(engine: Any, session_id: str, limit: int | None) -> list[Any]:
+def _items(db: Any, session_id: str, limit: int | None) -> list[Any]:
     """The items of `read_items`' rows, decoded on the runner's thread (as the SDK's
     SQLiteSession decodes on its worker), not on the event loop."""
-    return [_item_from_row(row) for row in read_items(engine, session_id, limit)]
+    return [_item_from_row(row) for row in read_items(db.engine, session_id, limit)]
+
+
+def _append_many(db: Any, session_id: str, messages: list[Message]) -> None:
+    db.history.append_many(session_id, messages)
+
+
+def _pop(db: Any, session_id: str) -> Message | None:
+    message: Message | None = db.history.pop(session_id)
+    return message
+
+
+def _purge(db: Any, session_id: str) -> None:
+    db.history.purge(session_id)
 
 
 #: Metadata is compact JSON text we wrote, usually exactly `{"openai_agents_item":

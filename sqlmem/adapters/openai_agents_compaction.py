@@ -41,10 +41,7 @@ async def read_compaction_snapshot(
     prune_prefix: Callable[[Any], bool] | None,
 ) -> _CompactionSnapshot:
     """The latest `limit` items of the session and their atomic suffix replacement."""
-    history = backend.db.history
-    latest: list[Message] = await backend.run(
-        history.get_recent, session_id, limit + 1, pair_safe=False
-    )
+    latest: list[Message] = await backend.run_db(_latest, session_id, limit + 1)
     complete = len(latest) <= limit
     rows: list[_Row] = [(_seq(m), to_item(m)) for m in latest[-limit:]] if limit > 0 else []
 
@@ -54,12 +51,17 @@ async def read_compaction_snapshot(
             return False
         # Built before the write lock is taken: a refused item changes nothing.
         messages = [to_message(item, f"output[{i}]") for i, item in enumerate(output)]
-        replaced: bool = await backend.write(
-            _replace, backend.db, session_id, expected, messages, to_item, prune_prefix
+        replaced: bool = await backend.write_db(
+            _replace, session_id, expected, messages, to_item, prune_prefix
         )
         return replaced
 
     return _CompactionSnapshot([item for _, item in rows], complete, replace_suffix)
+
+
+def _latest(db: Any, session_id: str, n: int) -> list[Message]:
+    found: list[Message] = db.history.get_recent(session_id, n, pair_safe=False)
+    return found
 
 
 def _replace(
