@@ -144,8 +144,7 @@ class SqlmemMemoryTool:
         count = content.count(old) if old else 0
         if count == 0:
             raise MemoryToolError(
-                f"No replacement was performed, old_str `{old}` did not appear verbatim in "
-                f"{path}."
+                f"No replacement was performed, old_str `{old}` did not appear verbatim in {path}."
             )
         if count > 1:
             lines = _lines_of(content, old)

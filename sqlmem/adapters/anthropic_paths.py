@@ -95,7 +95,6 @@ def listing(shown: str, files: Sequence[tuple[str, int]]) -> str:
     for name in sorted(sizes, key=lambda n: n.rstrip("/").split("/")):
         lines.append(f"{format_size(sizes[name])}\t{shown}/{name}")
     header = (
-        f"Here're the files and directories up to 2 levels deep in {shown}, "
-        "excluding hidden items:"
+        f"Here're the files and directories up to 2 levels deep in {shown}, excluding hidden items:"
     )
     return header + "\n" + "\n".join(lines)
