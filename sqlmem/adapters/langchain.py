@@ -1,4 +1,4 @@
-"""sqlmem behind LangChain: a chat message history and a byte store (SPEC 18).
+"""sqlmem behind LangChain: a chat message history and a byte store.
 
     from sqlmem.adapters.langchain import SqlmemByteStore, SqlmemChatMessageHistory
     history = SqlmemChatMessageHistory("user-42", "memory.db")  # any BaseChatMessageHistory

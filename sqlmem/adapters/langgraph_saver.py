@@ -1,5 +1,5 @@
 """sqlmem behind LangGraph's checkpointer: `SqlmemSaver` and `AsyncSqlmemSaver`, a
-`BaseCheckpointSaver` in the agent's memory file (SPEC 18). Import them from
+`BaseCheckpointSaver` in the agent's memory file. Import them from
 `sqlmem.adapters.langgraph`.
 
     from sqlmem.adapters.langgraph import SqlmemSaver

@@ -1,4 +1,4 @@
-"""`SqlmemStore`, LangGraph's `BaseStore` over sqlmem (SPEC 18): see
+"""`SqlmemStore`, LangGraph's `BaseStore` over sqlmem: see
 `sqlmem.adapters.langgraph`, which documents it and is where to import it from."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""sqlmem behind the OpenAI Agents SDK: `SqlmemSession`, its `Session` protocol (SPEC 18).
+"""sqlmem behind the OpenAI Agents SDK: `SqlmemSession`, its `Session` protocol.
 
     from sqlmem.adapters.openai_agents import SqlmemSession
     session = SqlmemSession("user-42", "memory.db")   # instead of SQLiteSession(...)

@@ -1,4 +1,4 @@
-"""SPEC 18 (first subset): `SqlmemStore`, LangGraph's `BaseStore` over sqlmem's kv table.
+"""`SqlmemStore`, LangGraph's `BaseStore` over sqlmem's kv table.
 
 Written from the behaviour langgraph-checkpoint-sqlite's tests/test_store.py and
 test_ttl.py check (get, put, delete, search with filters, list_namespaces, TTL), plus
