@@ -348,12 +348,22 @@ def check_op_namespaces(ops: list[Op]) -> None:
     """
     for op in ops:
         if isinstance(op, (GetOp, PutOp)):
-            _check_labels(op.namespace)
+            _check_namespace(op.namespace)
         elif isinstance(op, SearchOp):
-            _check_labels(op.namespace_prefix)
+            _check_namespace(op.namespace_prefix)
         elif isinstance(op, ListNamespacesOp):
             for condition in op.match_conditions or ():
-                _check_labels(condition.path)
+                _check_namespace(condition.path)
+
+
+def _check_namespace(namespace: Any) -> None:
+    if type(namespace) is tuple:  # the usual case: a program uses a few namespaces again
+        try:
+            _checked_tuple(namespace)
+            return
+        except TypeError:  # unhashable labels: not str, refused below
+            pass
+    _check_labels(namespace)
 
 
 def _check_labels(namespace: Any) -> None:
@@ -455,3 +465,8 @@ def _does_match(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
         else zip(reversed(namespace), reversed(path), strict=False)
     )
     return all(p == "*" or k == p for k, p in pairs)
+
+
+#: Namespaces already found valid (a refusal raises, so it is never cached): checking the
+#: labels of every op cost ~0.5 us of a ~14 us get.
+_checked_tuple = functools.lru_cache(maxsize=1024)(_check_labels)
