@@ -27,7 +27,7 @@ from .migrations import read_user_version
 from .run_leases import SQLiteRunLeases
 from .vectors_sql import count_without_vectors
 
-__all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
+__all__ = ["CheckReport", "MemoryDB", "check_path", "open", "resolve_path"]
 
 _STATS = """
 SELECT
@@ -45,6 +45,13 @@ SELECT
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:
     """`path` as an absolute Path, or InvalidArgumentError if it can never be a database."""
+    return absolute_path(check_path(path), "path")
+
+
+def check_path(path: str | os.PathLike[str]) -> str:
+    """`path` as text, or InvalidArgumentError if it can never be a database; without
+    touching the disk or the current directory (adapters check a path in constructors
+    that may run on an event loop, and open it later)."""
     try:
         text = os.fspath(path)
     except TypeError:
@@ -60,7 +67,7 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
         )
     if "\x00" in text:
         raise InvalidArgumentError("path must not contain NUL characters")
-    return absolute_path(text, "path")
+    return text
 
 
 class MemoryDB:
