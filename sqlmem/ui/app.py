@@ -28,7 +28,11 @@ __all__ = ["STATIC_FILES", "create_app"]
 _log = logging.getLogger("sqlmem.ui")
 
 #: Every file the inspector serves besides its pages, with its media type.
-STATIC_FILES = {"ui.css": "text/css; charset=utf-8", "ui.js": "text/javascript; charset=utf-8"}
+STATIC_FILES = {
+    "ui.css": "text/css; charset=utf-8",
+    "ui.js": "text/javascript; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
 
 
 def _static(request: Request) -> Response:
