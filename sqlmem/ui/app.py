@@ -56,8 +56,7 @@ def create_app(db: Database, *, token: str, write: bool = False, title: str = ""
         _log.warning("%s %s: %s", request.method, request.url.path, exc)
         return render.error(400, str(exc))
 
-    async def failure(request: Request, exc: Exception) -> Response:
-        _log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    def failure() -> Response:  # TokenGuard logs the exception and sends this page
         return render.error(500, "Something went wrong; the server log has the details.")
 
     pages = routes(db, render, token, write)
@@ -65,10 +64,6 @@ def create_app(db: Database, *, token: str, write: bool = False, title: str = ""
     return Starlette(
         debug=False,
         routes=pages,
-        middleware=[Middleware(TokenGuard, token=token)],
-        exception_handlers={
-            HTTPException: http_error,
-            SqlmemError: store_error,
-            Exception: failure,
-        },
+        middleware=[Middleware(TokenGuard, token=token, failure=failure)],
+        exception_handlers={HTTPException: http_error, SqlmemError: store_error},
     )

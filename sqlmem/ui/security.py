@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import secrets
+from collections.abc import Callable
 from urllib.parse import parse_qsl, urlencode
 
 from starlette.datastructures import MutableHeaders
@@ -21,6 +23,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["COOKIE", "SECURITY_HEADERS", "TokenGuard", "csrf_token", "new_token", "valid_csrf"]
+
+_log = logging.getLogger("sqlmem.ui")
 
 COOKIE = "sqlmem_ui"
 TOKEN_PARAMETER = "token"
@@ -60,9 +64,10 @@ class TokenGuard:
     same URL without it, so the token leaves the address bar (and the history) at once.
     """
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, failure: Callable[[], Response]) -> None:
         self.app = app
         self.token = token
+        self.failure = failure
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -70,10 +75,24 @@ class TokenGuard:
             return
         request = Request(scope)
         response = self._gate(request)
+        sending = _with_headers(send)
         if response is not None:
-            await response(scope, receive, _with_headers(send))
+            await response(scope, receive, sending)
             return
-        await self.app(scope, receive, _with_headers(send))
+        started = False
+
+        async def tracking(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await sending(message)
+
+        try:
+            await self.app(scope, receive, tracking)
+        except Exception:  # a bug: logged; the browser gets a plain page with the headers
+            _log.exception("%s %s failed", request.method, request.url.path)
+            if started:
+                raise
+            await self.failure()(scope, receive, sending)
 
     def _gate(self, request: Request) -> Response | None:
         given = request.query_params.get(TOKEN_PARAMETER)
@@ -81,7 +100,8 @@ class TokenGuard:
             if not self._matches(given):
                 return _refused()
             rest = [(k, v) for k, v in parse_qsl(request.url.query) if k != TOKEN_PARAMETER]
-            target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
+            path = "/" + request.url.path.lstrip("/\\")  # never "//host": another site
+            target = path + (f"?{urlencode(rest)}" if rest else "")
             redirect = RedirectResponse(target, status_code=303)
             redirect.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
             return redirect

@@ -36,6 +36,37 @@ def test_the_token_in_the_url_becomes_a_cookie_and_leaves_the_url(demo_db):
     assert page.status_code == 200 and "The user is vegetarian." in page.text
 
 
+async def _raw_get(app, path: str, query: str) -> dict:
+    """One GET straight into the ASGI app, its path as given (a client would normalise
+    "//host/x" into another host)."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "",
+        "query_string": query.encode(), "headers": [(b"host", b"127.0.0.1")],
+        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8765),
+    }  # fmt: skip
+    sent: list[dict] = []
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent[0]
+
+
+async def test_the_token_redirect_stays_on_this_site(demo_db):
+    app = create_app(demo_db, token=TOKEN)
+    for path in ("//evil.example/x", "///evil.example", "/\\evil.example"):
+        start = await _raw_get(app, path, f"token={TOKEN}&a=1")
+        assert start["status"] == 303
+        location = dict(start["headers"])[b"location"].decode()
+        assert location.startswith("/") and not location.startswith("//"), location
+        assert "\\" not in location[:2]
+
+
 def test_security_headers_on_every_response(demo_db):
     client = client_for(demo_db)
     for response in (
@@ -139,6 +170,7 @@ def test_failures_show_a_plain_page_and_are_logged(demo_db, caplog):
     assert response.status_code == 500
     assert "Traceback" not in response.text and "secret" not in response.text
     assert "Something went wrong" in response.text
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
     assert any("secret" in str(r.exc_info[1]) for r in caplog.records if r.exc_info)
 
 
