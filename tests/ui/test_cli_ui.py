@@ -87,3 +87,20 @@ def test_the_server_answers_with_the_token_only(tmp_path):
             assert page.status == 200 and page.url.endswith("/")  # the token left the URL
         with browser.open(url.split("?")[0] + "facts", timeout=10) as page:
             assert "The user is vegetarian." in page.read().decode()
+
+
+def test_the_server_shows_a_postgres_agent(pg_dsn):
+    from pgserver import new_agent_id
+    from targets import as_url
+
+    url, agent = as_url(pg_dsn), new_agent_id()
+    with sqlmem.open(url, agent_id=agent) as db:
+        fill(db)
+    with running_ui(url, "--agent-id", agent) as start:
+        browser = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        browser.open(start, timeout=10).close()
+        with browser.open(start.split("?")[0] + "sessions", timeout=10) as page:
+            text = page.read().decode()
+        assert "chat:alice" in text and "Alice (Lisbon, vegetarian)" in text

@@ -29,6 +29,7 @@ def test_every_page_shows_the_memory(any_db, make_client):
 
     window = client.get("/window", params={"id": SESSION, "max_tokens": 4000}).text
     assert "Book me a table somewhere nice on Friday." in window
+    assert "tool call</span> <code" in window and "weather" in window  # #4's call
 
     facts = client.get("/facts").text
     for text in ("The user is vegetarian.", "The user lives in Lisbon.", "check the diet first"):
