@@ -28,6 +28,10 @@ def _when(value: datetime | None) -> str:
     return "" if value is None else value.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _minute(value: datetime | None) -> str:
+    return "" if value is None else value.strftime("%Y-%m-%d %H:%M")
+
+
 def _number(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return str(value)
@@ -56,7 +60,7 @@ class Renderer:
             title=title,
             fact_columns=queries.FACT_COLUMNS,
         )
-        self.env.filters.update(when=_when, number=_number)
+        self.env.filters.update(when=_when, minute=_minute, number=_number)
 
     def __call__(
         self, name: str, request: Request, status: int = 200, **context: Any

@@ -104,3 +104,25 @@ def test_the_server_shows_a_postgres_agent(pg_dsn):
         with browser.open(start.split("?")[0] + "sessions", timeout=10) as page:
             text = page.read().decode()
         assert "chat:alice" in text and "Alice (Lisbon, vegetarian)" in text
+
+
+def test_concurrent_requests_all_answer(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "memory.db"
+    with sqlmem.open(path) as db:
+        fill(db)
+    pages = ["", "sessions", "session?id=chat%3Aalice", "facts", "search?q=vegetarian", "pack?q=x"]
+    with running_ui(path) as start:
+        jar = http.cookiejar.CookieJar()
+        urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar)).open(start).close()
+        base = start.split("?")[0]
+
+        def fetch(n: int) -> int:
+            opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+            with opener.open(base + pages[n % len(pages)], timeout=30) as page:
+                page.read()
+                return int(page.status)
+
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(fetch, range(48))) == [200] * 48
