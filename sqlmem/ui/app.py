@@ -20,7 +20,7 @@ from starlette.routing import Route
 from ..errors import SqlmemError
 from ..protocols import Database
 from .render import Renderer
-from .routes import routes
+from .routes import Pages
 from .security import TokenGuard
 
 __all__ = ["STATIC_FILES", "create_app"]
@@ -59,7 +59,7 @@ def create_app(db: Database, *, token: str, write: bool = False, title: str = ""
     def failure() -> Response:  # TokenGuard logs the exception and sends this page
         return render.error(500, "Something went wrong; the server log has the details.")
 
-    pages = routes(db, render, token, write)
+    pages = Pages(db, render, token, write).routes()
     pages.append(Route("/static/{name}", _static, methods=["GET"]))
     return Starlette(
         debug=False,

@@ -1,12 +1,14 @@
 """The inspector's pages: each reads its parameters, asks `queries` for the data and
-renders one template. Handlers are plain functions (Starlette runs them in a thread), so
-a slow read never stalls the server's event loop."""
+renders one template. The readers are plain methods (Starlette runs them in a thread) and
+the one writer hands its write to a thread, so no store call stalls the event loop."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -18,7 +20,7 @@ from . import queries
 from .render import Renderer
 from .security import valid_csrf
 
-__all__ = ["routes"]
+__all__ = ["Pages"]
 
 #: The budgets a person may ask for, in tokens (a pack or window above this is a typo).
 MAX_BUDGET = 1_000_000
@@ -54,38 +56,57 @@ def _float(request: Request, name: str) -> float | None:
     return value
 
 
-def routes(db: Database, render: Renderer, token: str, write: bool) -> list[Route]:
-    """The pages of one inspector over `db`."""
+class Pages:
+    """The handlers of one inspector over `db`, one method per page."""
 
-    def overview(request: Request) -> Response:
-        return render("overview.html", request, stats=queries.overview(db))
+    def __init__(self, db: Database, render: Renderer, token: str, write: bool) -> None:
+        self.db, self.render, self.token, self.write = db, render, token, write
 
-    def sessions(request: Request) -> Response:
-        page = queries.session_page(db, _int(request, "offset", 0) or 0)
-        return render("sessions.html", request, page=page)
+    def routes(self) -> list[Route]:
+        pages: list[tuple[str, Callable[[Request], Any], list[str]]] = [
+            ("/", self.overview, ["GET"]),
+            ("/sessions", self.sessions, ["GET"]),
+            ("/session", self.session, ["GET"]),
+            ("/window", self.window, ["GET"]),
+            ("/facts", self.facts, ["GET"]),
+            ("/fact", self.fact, ["GET"]),
+            ("/documents", self.documents, ["GET"]),
+            ("/document", self.document, ["GET"]),
+            ("/document/restore", self.restore, ["POST"]),
+            ("/search", self.search, ["GET"]),
+            ("/pack", self.pack, ["GET"]),
+        ]
+        return [Route(path, handler, methods=methods) for path, handler, methods in pages]
 
-    def session(request: Request) -> Response:
+    def overview(self, request: Request) -> Response:
+        return self.render("overview.html", request, stats=queries.overview(self.db))
+
+    def sessions(self, request: Request) -> Response:
+        page = queries.session_page(self.db, _int(request, "offset", 0) or 0)
+        return self.render("sessions.html", request, page=page)
+
+    def session(self, request: Request) -> Response:
         session_id = request.query_params.get("id", "")
         if not session_id:
             raise HTTPException(400, "which session? (id=...)")
         view = queries.session_messages(
-            db,
+            self.db,
             session_id,
             before=_int(request, "before", None, 1),
             start=_int(request, "start", None, 1),
             at=_int(request, "at", None, 1),
         )
-        return render("session.html", request, view=view, at=_int(request, "at", None, 1))
+        return self.render("session.html", request, view=view, at=_int(request, "at", None, 1))
 
-    def window(request: Request) -> Response:
+    def window(self, request: Request) -> Response:
         session_id = request.query_params.get("id", "")
         if not session_id:
             raise HTTPException(400, "which session? (id=...)")
         max_tokens = min(_int(request, "max_tokens", 8000, 1) or 8000, MAX_BUDGET)
-        data = queries.context_window(db, session_id, max_tokens)
-        return render("window.html", request, session_id=session_id, **data)
+        data = queries.context_window(self.db, session_id, max_tokens)
+        return self.render("window.html", request, session_id=session_id, **data)
 
-    def facts(request: Request) -> Response:
+    def facts(self, request: Request) -> Response:
         tags = [t.strip() for t in _text(request, "tags").split(",") if t.strip()]
         filters = queries.FactFilters(
             layer=_text(request, "layer") or None,
@@ -94,37 +115,37 @@ def routes(db: Database, render: Renderer, token: str, write: bool) -> list[Rout
             category=_text(request, "category") or None,
             min_confidence=_float(request, "min_confidence"),
         )
-        page = queries.fact_page(db, filters, _int(request, "offset", 0) or 0)
-        return render("facts.html", request, page=page, filters=filters)
+        page = queries.fact_page(self.db, filters, _int(request, "offset", 0) or 0)
+        return self.render("facts.html", request, page=page, filters=filters)
 
-    def fact(request: Request) -> Response:
-        found = db.facts.get(request.query_params.get("id", ""))
+    def fact(self, request: Request) -> Response:
+        found = self.db.facts.get(request.query_params.get("id", ""))
         if found is None:
             raise HTTPException(404, "no such fact")
-        return render("fact.html", request, fact=found)
+        return self.render("fact.html", request, fact=found)
 
-    def documents(request: Request) -> Response:
+    def documents(self, request: Request) -> Response:
         offset = _int(request, "offset", 0) or 0
-        rows = db.docs.list()[offset : offset + queries.PAGE_SIZE + 1]
-        return render("documents.html", request, page=queries.paged(rows, offset))
+        rows = self.db.docs.list()[offset : offset + queries.PAGE_SIZE + 1]
+        return self.render("documents.html", request, page=queries.paged(rows, offset))
 
-    def document(request: Request) -> Response:
+    def document(self, request: Request) -> Response:
         path = request.query_params.get("path", "")
-        current = db.docs.read(path) if path else None
+        current = self.db.docs.read(path) if path else None
         if current is None:
             raise HTTPException(404, "no such document")
         now = RevisionInfo(
             revision=current.revision, size=current.size, updated_at=current.updated_at
         )
-        revisions = [now, *(r for r in db.docs.revisions(path) if r.revision != now.revision)]
+        revisions = [now, *(r for r in self.db.docs.revisions(path) if r.revision != now.revision)]
         numbers = {r.revision for r in revisions}
         old, new = _int(request, "a", None, 1), _int(request, "b", None, 1)
         shown = _int(request, "rev", None, 1)
         if any(n is not None and n not in numbers for n in (old, new, shown)):
             raise HTTPException(404, "no such revision")
-        diff = queries.document_diff(db, path, old, new) if old and new else None
-        content = db.docs.read_revision(path, shown) if shown else current.content
-        return render(
+        diff = queries.document_diff(self.db, path, old, new) if old and new else None
+        content = self.db.docs.read_revision(path, shown) if shown else current.content
+        return self.render(
             "document.html",
             request,
             document=current,
@@ -136,46 +157,25 @@ def routes(db: Database, render: Renderer, token: str, write: bool) -> list[Rout
             content=content,
         )
 
-    async def restore(request: Request) -> Response:
-        if not write:
+    async def restore(self, request: Request) -> Response:
+        if not self.write:
             raise HTTPException(403, "read-only: start 'sqlmem ui' with --write to restore")
         form = await request.form()
-        if not valid_csrf(token, str(form.get("csrf", ""))):
+        if not valid_csrf(self.token, str(form.get("csrf", ""))):
             raise HTTPException(403, "the form is stale or foreign: reload the page")
         path, revision = str(form.get("path", "")), str(form.get("revision", ""))
         if not revision.isdigit():
             raise HTTPException(400, "revision must be a whole number")
-        db.docs.restore(path, int(revision))
-        return RedirectResponse(f"/document?{_query(path=path)}", status_code=303)
+        await run_in_threadpool(self.db.docs.restore, path, int(revision))  # off the loop
+        return RedirectResponse(f"/document?{urlencode({'path': path})}", status_code=303)
 
-    def search(request: Request) -> Response:
+    def search(self, request: Request) -> Response:
         query = _text(request, "q")
-        legs = queries.search_legs(db, query) if query else None
-        return render("search.html", request, query=query, legs=legs)
+        legs = queries.search_legs(self.db, query) if query else None
+        return self.render("search.html", request, query=query, legs=legs)
 
-    def pack(request: Request) -> Response:
+    def pack(self, request: Request) -> Response:
         query = _text(request, "q")
         budget = min(_int(request, "budget", 1800, 1) or 1800, MAX_BUDGET)
-        data = queries.memory_pack(db, query, budget) if query else None
-        return render("pack.html", request, query=query, budget=budget, data=data)
-
-    pages: list[tuple[str, Callable[[Request], Any], list[str]]] = [
-        ("/", overview, ["GET"]),
-        ("/sessions", sessions, ["GET"]),
-        ("/session", session, ["GET"]),
-        ("/window", window, ["GET"]),
-        ("/facts", facts, ["GET"]),
-        ("/fact", fact, ["GET"]),
-        ("/documents", documents, ["GET"]),
-        ("/document", document, ["GET"]),
-        ("/document/restore", restore, ["POST"]),
-        ("/search", search, ["GET"]),
-        ("/pack", pack, ["GET"]),
-    ]
-    return [Route(path, handler, methods=methods) for path, handler, methods in pages]
-
-
-def _query(**params: str) -> str:
-    from urllib.parse import urlencode
-
-    return urlencode(params)
+        data = queries.memory_pack(self.db, query, budget) if query else None
+        return self.render("pack.html", request, query=query, budget=budget, data=data)

@@ -14,6 +14,12 @@ SESSION = "chat:alice"
 
 
 def fill(db: Database) -> None:
+    _conversations(db)
+    _facts(db)
+    _documents(db)
+
+
+def _conversations(db: Database) -> None:
     history = db.history
     turns = [
         Message(role="user", content="Hi! I'm Alice. I live in Lisbon and I'm vegetarian."),
@@ -39,6 +45,9 @@ def fill(db: Database) -> None:
                 Message(role="assistant", content=f"Answer {n}: the report is due Monday."),
             ],
         )
+
+
+def _facts(db: Database) -> None:
     soon = datetime.now(timezone.utc) + timedelta(days=30)
     past = datetime.now(timezone.utc) - timedelta(days=1)
     db.facts.index_many(
@@ -87,6 +96,9 @@ def fill(db: Database) -> None:
             ),
         ]
     )
+
+
+def _documents(db: Database) -> None:
     db.docs.write("MEMORY.md", "# Memory\n\n- Alice lives in Lisbon.\n")
     db.docs.write("MEMORY.md", "# Memory\n\n- Alice lives in Lisbon.\n- Alice is vegetarian.\n")
     db.docs.write(
