@@ -167,3 +167,25 @@ def test_bad_parameters_get_a_plain_400(demo_db, make_client, url):
     response = make_client(demo_db).get(url)
     assert response.status_code == 400
     assert "Traceback" not in response.text
+
+
+@pytest.mark.parametrize(
+    ("reference", "target"),
+    [
+        ("msg:chat:alice#12", {"kind": "message", "session": "chat:alice", "seq": 12}),
+        ("msg:a#b#3", {"kind": "message", "session": "a#b", "seq": 3}),
+        (
+            "doc:notes/2026-11-27.md@2",
+            {"kind": "document", "path": "notes/2026-11-27.md", "revision": 2},
+        ),
+        ("msg:chat#", None),
+        ("msg:#4", None),
+        ("doc:MEMORY.md", None),
+        ("javascript:alert(1)", None),
+        ("https://example.com/x", None),
+    ],
+)
+def test_references_that_link(reference, target):
+    from sqlmem.ui.queries import parse_reference
+
+    assert parse_reference(reference) == target
