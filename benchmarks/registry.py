@@ -72,6 +72,7 @@ REGISTRY: list[Entry] = [
         ("W12 history search within one session", "report"),
     )),
     Entry("A1", "async", "extra_workloads:a1_async"),
+    Entry("U1", "ui", "ui_workloads:u1_inspector_pages"),
     Entry("P1", "peers", "peers:p1_append"),
     Entry("P2", "peers", "peers:p2_recent"),
     Entry("P3", "peers", "peers:p3_fact_search"),

@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .recall import add_recall
 
     add_recall(commands, _command)
+    _ui(commands)
     return parser
 
 
@@ -285,3 +286,25 @@ def _mcp(commands: _Commands) -> None:
         metavar="MS",
         help="how long a write waits for another writer before answering busy (default 5000)",
     )
+
+
+def _ui(commands: _Commands) -> None:
+    ui = _command(
+        commands,
+        "ui",
+        "a local web inspector of one agent's memory (needs the 'ui' extra)",
+        "sqlmem ui memory.db",
+        "sqlmem ui memory.db --port 9000 --write",
+    )
+    ui.add_argument(
+        "target", metavar="TARGET", help='an existing memory.db, ":memory:" or a postgresql:// URL'
+    )
+    ui.add_argument("--port", type=int, default=8765, help="port to listen on (0: any free one)")
+    ui.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)"
+    )
+    ui.add_argument(
+        "--write", action="store_true", help="allow restoring document revisions (CSRF-protected)"
+    )
+    ui.add_argument("--agent-id", default=None, help="whose memory, for a PostgreSQL URL")
+    embedder_option(ui)
