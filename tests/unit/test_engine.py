@@ -78,8 +78,10 @@ def test_file_and_folder_modes(tmp_path: Path) -> None:
 
 
 def test_memory_path_is_refused(tmp_path: Path) -> None:
+    # The SQLite backend needs a file; since 0.3 `sqlmem.open(":memory:")` opens the
+    # in-memory database instead (tests/contract/test_database_contract.py).
     with pytest.raises(sqlmem.InvalidArgumentError, match="memory"):
-        sqlmem.open(":memory:")
+        sqlmem.MemoryDB(":memory:")
     with pytest.raises(sqlmem.InvalidArgumentError):
         sqlmem.open("")
 
