@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar, Union
 
+from ..aio.db import AsyncMemoryDB
 from ..aio.runner import Runner
 from ..errors import InvalidArgumentError
 from ..protocols import Database
@@ -22,9 +23,9 @@ __all__ = ["AnyBackend", "AnyDbOrPath"]
 
 R = TypeVar("R")
 
-#: What these adapters' `db_or_path` takes: a database, its async wrapper (anything with a
-#: `sync` database), or a target of `sqlmem.open` (a file path or ":memory:").
-AnyDbOrPath = Union[Database, str, "os.PathLike[str]", Any]
+#: What these adapters' `db_or_path` takes: a database, its async wrapper, or a target of
+#: `sqlmem.open` (a file path or ":memory:").
+AnyDbOrPath = Union[Database, AsyncMemoryDB, str, "os.PathLike[str]"]
 
 
 class AnyBackend:

@@ -280,7 +280,7 @@ def test_a_path_is_opened_and_closed_by_the_service(tmp_path: Path) -> None:
 
 def test_anything_else_is_refused() -> None:
     with pytest.raises(sqlmem.InvalidArgumentError, match="db_or_path"):
-        SqlmemSessionService(42)
+        SqlmemSessionService(42)  # type: ignore[arg-type]
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess[str]:
