@@ -133,10 +133,17 @@ class SessionStore:
             return None
         return float(json.loads(last[-1].metadata[EVENT_KEY])["timestamp"])
 
-    def _row(self, record: dict[str, Any], events: list[str]) -> SessionRow:
+    def _row(
+        self, record: dict[str, Any], events: list[str], *, every_event: bool = False
+    ) -> SessionRow:
+        """`every_event`: `events` are all of the session's, so the last one's time is
+        the session's update time without another read."""
         app, user, sid = record["app_name"], record["user_id"], record["id"]
         created = float(record["create_time"])
-        last = self._last_event_time(app, user, sid)
+        if every_event:
+            last = float(json.loads(events[-1])["timestamp"]) if events else None
+        else:
+            last = self._last_event_time(app, user, sid)
         return SessionRow(
             app,
             user,
@@ -161,6 +168,7 @@ class SessionStore:
         if record is None:
             return None
         events: list[str] = []
+        every_event = recent is None and after is None
         if recent != 0:
             hid = layout.history_id(app, user, sid)
             if after is None and recent is not None:
@@ -168,10 +176,11 @@ class SessionStore:
             else:
                 messages = self.db.history.get_all(hid, include_archived=True)
             events = [m.metadata[EVENT_KEY] for m in messages if EVENT_KEY in m.metadata]
+            every_event = every_event and len(events) == len(messages)
             if after is not None:
                 events = [e for e in events if json.loads(e)["timestamp"] >= after]
                 events = events[-recent:] if recent is not None else events
-        return self._row(record, events)
+        return self._row(record, events, every_event=every_event)
 
     def list(self, app: str, user: str | None) -> list[SessionRow]:
         """The sessions of an app (of one user), oldest update first, without events."""

@@ -126,15 +126,16 @@ class SqlmemSessionService(BaseSessionService):
         recent = config.num_recent_events if config else None
         after = config.after_timestamp if config and config.after_timestamp else None
 
-        def read() -> tuple[SessionRow, dict[str, Any], dict[str, Any]] | None:
+        def read() -> Session | None:  # events are parsed here too: off the event loop
             sid = store.resolve_id(app_name, user_id, session_id)
             row = store.get(app_name, user_id, sid, recent=recent, after=after)
             if row is None:
                 return None
-            return row, store.app_state(app_name), store.user_state(app_name, user_id)
+            return self._session(
+                row, store.app_state(app_name), store.user_state(app_name, user_id)
+            )
 
-        found = await self._backend.run(read)
-        return None if found is None else self._session(*found)
+        return await self._backend.run(read)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
