@@ -129,7 +129,7 @@ class SessionStore:
 
     def _last_event_time(self, app: str, user: str, sid: str) -> float | None:
         last = self.db.history.get_recent(layout.history_id(app, user, sid), 1, pair_safe=False)
-        if not last:
+        if not last or EVENT_KEY not in last[-1].metadata:
             return None
         return float(json.loads(last[-1].metadata[EVENT_KEY])["timestamp"])
 
@@ -216,24 +216,42 @@ class SessionStore:
     ) -> str | None:
         """Stores one event and its state changes together. None when stored; else why
         not: "missing" (no such session) or "stale" (the caller's copy of the session is
-        older than the stored one)."""
-        with self.db.atomic():
-            record = self._session_record(app, user, sid)
-            if record is None:
-                return "missing"
-            last = self._last_event_time(app, user, sid)
-            stored_time = float(record["create_time"]) if last is None else last
-            if stored_time > seen_update_time:
-                return "stale"
-            self._merge_app(app, deltas["app"])
-            self._merge_user(app, user, deltas["user"])
-            if deltas["session"]:
-                record["state"] = dict(record["state"]) | deltas["session"]
-                self._write_json(layout.session_path(app, user, sid), record)
-            message = Message(
-                role=event.role,  # type: ignore[arg-type]
-                content=event.text,
-                metadata={EVENT_KEY: event.json_text},
-            )
-            self.db.history.append(layout.history_id(app, user, sid), message)
+        older than the stored one), with nothing written.
+
+        The event is appended first: that write takes the session's lock on every backend
+        (on PostgreSQL, its counter row until the block commits), so of two writers holding
+        the same copy, the second reads the first one's event and is refused as stale, and
+        the state documents are read and merged under that lock too.
+        """
+        hid = layout.history_id(app, user, sid)
+        try:
+            with self.db.atomic():
+                record = self._session_record(app, user, sid)
+                if record is None:
+                    return "missing"
+                message = Message(
+                    role=event.role,  # type: ignore[arg-type]
+                    content=event.text,
+                    metadata={EVENT_KEY: event.json_text},
+                )
+                self.db.history.append(hid, message)
+                before = self.db.history.get_recent(hid, 2, pair_safe=False)[:-1]
+                stored_time = (
+                    float(json.loads(before[0].metadata[EVENT_KEY])["timestamp"])
+                    if before and EVENT_KEY in before[0].metadata
+                    else float(record["create_time"])
+                )
+                if stored_time > seen_update_time:
+                    raise _Stale
+                self._merge_app(app, deltas["app"])
+                self._merge_user(app, user, deltas["user"])
+                if deltas["session"]:
+                    record["state"] = dict(record["state"]) | deltas["session"]
+                    self._write_json(layout.session_path(app, user, sid), record)
+        except _Stale:  # raised inside the block: the event's append is rolled back
+            return "stale"
         return None
+
+
+class _Stale(Exception):
+    """Leaves an append's block so that nothing it wrote stays."""

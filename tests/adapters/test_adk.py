@@ -296,3 +296,32 @@ def test_sqlmem_never_loads_adk_and_a_missing_extra_is_named() -> None:
         "except Exception as exc:\n    print(type(exc).__name__, exc)"
     )
     assert missing.stdout.startswith("SqlmemError") and "sqlmem[adk]" in missing.stdout
+
+
+def test_of_two_writers_holding_the_same_copy_exactly_one_wins(make_db: Callable[[], Any]) -> None:
+    db = make_db()
+
+    async def scenario() -> None:
+        service = SqlmemSessionService(db)
+        session = await service.create_session(app_name="app", user_id="u", session_id="s")
+        for i in range(6):
+            latest = await service.get_session(app_name="app", user_id="u", session_id="s")
+            assert latest is not None
+            copies = [latest.model_copy(deep=True) for _ in range(2)]
+            base = latest.last_update_time + 10.0
+            results = await asyncio.gather(
+                *(
+                    service.append_event(
+                        copy, text_event(f"w{k}", delta={f"k{i}": k}, timestamp=base + k)
+                    )
+                    for k, copy in enumerate(copies)
+                ),
+                return_exceptions=True,
+            )
+            assert sum(isinstance(r, StaleSessionError) for r in results) == 1, results
+        final = await service.get_session(app_name="app", user_id="u", session_id=session.id)
+        assert final is not None and len(final.events) == 6
+        assert all(sum(f"k{i}" == key for key in final.state) == 1 for i in range(6))
+        await service.close()
+
+    run(scenario())
