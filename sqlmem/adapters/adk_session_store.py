@@ -58,8 +58,10 @@ class SessionStore:
         doc = self.db.docs.read(path)
         return None if doc is None else layout.state_from_json(doc.content)
 
-    def _write_json(self, path: str, value: dict[str, Any]) -> None:
-        self.db.docs.write(path, json.dumps(value, ensure_ascii=False), enabled=False)
+    def _write_json(self, path: str, value: dict[str, Any]) -> bool:
+        """Writes the document; whether it was created by this write."""
+        text = json.dumps(value, ensure_ascii=False)
+        return self.db.docs.write(path, text, enabled=False).created
 
     def app_state(self, app_name: str) -> dict[str, Any]:
         stored = self._read_json(layout.app_state_path(app_name))
@@ -111,20 +113,26 @@ class SessionStore:
         deltas: dict[str, dict[str, Any]],
         now: float,
     ) -> SessionRow | None:
-        """The new session, or None when one with this id exists (nothing written)."""
-        with self.db.atomic():
-            if self._session_record(app, user, sid) is not None:
-                return None
-            self._merge_app(app, deltas["app"])
-            self._merge_user(app, user, deltas["user"])
-            record = {
-                "app_name": app,
-                "user_id": user,
-                "id": sid,
-                "state": deltas["session"],
-                "create_time": now,
-            }
-            self._write_json(layout.session_path(app, user, sid), record)
+        """The new session, or None when one with this id exists (nothing written).
+
+        The session's document is written first and must be new: of two creations of one
+        id racing on PostgreSQL, the second waits for the first's row and then finds it.
+        """
+        record = {
+            "app_name": app,
+            "user_id": user,
+            "id": sid,
+            "state": deltas["session"],
+            "create_time": now,
+        }
+        try:
+            with self.db.atomic():
+                if not self._write_json(layout.session_path(app, user, sid), record):
+                    raise _Refused  # it existed: the block puts it back as it was
+                self._merge_app(app, deltas["app"])
+                self._merge_user(app, user, deltas["user"])
+        except _Refused:
+            return None
         return SessionRow(app, user, sid, deltas["session"], now, now)
 
     def _last_event_time(self, app: str, user: str, sid: str) -> float | None:
@@ -242,16 +250,16 @@ class SessionStore:
                     else float(record["create_time"])
                 )
                 if stored_time > seen_update_time:
-                    raise _Stale
+                    raise _Refused
                 self._merge_app(app, deltas["app"])
                 self._merge_user(app, user, deltas["user"])
                 if deltas["session"]:
                     record["state"] = dict(record["state"]) | deltas["session"]
                     self._write_json(layout.session_path(app, user, sid), record)
-        except _Stale:  # raised inside the block: the event's append is rolled back
+        except _Refused:  # raised inside the block: the event's append is rolled back
             return "stale"
         return None
 
 
-class _Stale(Exception):
-    """Leaves an append's block so that nothing it wrote stays."""
+class _Refused(Exception):
+    """Leaves a write's block so that nothing it wrote stays."""

@@ -325,3 +325,27 @@ def test_of_two_writers_holding_the_same_copy_exactly_one_wins(make_db: Callable
         await service.close()
 
     run(scenario())
+
+
+def test_of_two_creations_of_one_id_exactly_one_wins(make_db: Callable[[], Any]) -> None:
+    db = make_db()
+
+    async def scenario() -> None:
+        service = SqlmemSessionService(db)
+        for i in range(5):
+            results = await asyncio.gather(
+                *(
+                    service.create_session(
+                        app_name="app", user_id="u", session_id=f"s{i}", state={"who": k}
+                    )
+                    for k in range(2)
+                ),
+                return_exceptions=True,
+            )
+            assert sum(isinstance(r, AlreadyExistsError) for r in results) == 1, results
+            (won,) = [r for r in results if isinstance(r, Session)]
+            got = await service.get_session(app_name="app", user_id="u", session_id=f"s{i}")
+            assert got is not None and got.state == won.state
+        await service.close()
+
+    run(scenario())
