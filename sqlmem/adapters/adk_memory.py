@@ -3,12 +3,13 @@
 A memory is one event with words (its text parts): a fact in `db.facts` whose content is
 those words (BM25 finds it; with an embedder on the database, the hybrid search ranks by
 meaning too) and whose metadata keeps the app, the user, the session, the event's id,
-author and timestamp, and its content exactly as ADK serialises it. Every search filters
-on the app and the user before ranking, so one user's memories never reach another's
-search, whatever the query. A fact's id is derived from (app, user, event id): adding a
-session again rewrites its memories instead of duplicating them; `delete_memory` leaves a
-tombstone so a later `add_session_to_memory` of the same session does not bring the
-deleted memory back.
+author and timestamp, and its content exactly as ADK serialises it. Its category,
+`adk/memory/<app and user>/<session>` (names hashed), is indexed: a search reads only the
+user's memories, and also checks the app and user in the metadata before ranking, so one
+user's memories never reach another's search, whatever the query. A fact's id is derived
+from (app, user, event id): adding a session again rewrites its memories instead of
+duplicating them; `delete_memory` leaves a tombstone so a later `add_session_to_memory`
+of the same session does not bring the deleted memory back.
 """
 
 from __future__ import annotations
@@ -39,8 +40,19 @@ _UNKNOWN_SESSION = "__unknown_session_id__"
 
 
 def _fact_id(app: str, user: str, event_id: str, kind: str = "memory") -> str:
-    key = "\x00".join((kind, app, user, event_id)).encode("utf-8", "surrogatepass")
-    return "adk-" + hashlib.sha256(key).hexdigest()[:40]
+    return "adk-" + _hashed(kind, app, user, event_id) + _hashed(event_id, kind)
+
+
+def _hashed(*names: str) -> str:
+    key = "\x00".join(names).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(key).hexdigest()[:20]
+
+
+def _memories_of(app: str, user: str, session_id: str | None = None) -> str:
+    """The category of a user's memories (of one session): indexed, and a prefix of the
+    session's, so listing a session's or searching a user's memories reads only those."""
+    user_part = f"adk/memory/{_hashed(app, user)}"
+    return user_part if session_id is None else f"{user_part}/{_hashed(session_id)}"
 
 
 def _words(event: Event) -> str:
@@ -61,13 +73,13 @@ class _MemoryStore:
     def _scope(self, app: str, user: str, kind: str) -> dict[str, Any]:
         return {"adk_app": app, "adk_user": user, "adk_kind": kind}
 
-    def _deleted(self, app: str, user: str) -> set[str]:
-        facts = self.db.facts.list(metadata=self._scope(app, user, "deleted"), limit=1_000_000)
-        return {fact.metadata["adk_event_id"] for fact in facts}
+    def _deleted(self, app: str, user: str, events: list[Event]) -> set[str]:
+        facts = self.db.facts
+        return {e.id for e in events if facts.get(_fact_id(app, user, e.id, "deleted")) is not None}
 
     def add(self, app: str, user: str, session_id: str, events: list[Event], replace: bool) -> None:
         with self.db.atomic():
-            deleted = self._deleted(app, user)
+            deleted = self._deleted(app, user, events)
             facts = [
                 self._fact(app, user, session_id, event)
                 for event in events
@@ -76,7 +88,9 @@ class _MemoryStore:
             if replace:  # the session's memories become exactly these
                 scope = self._scope(app, user, "memory") | {"adk_session": session_id}
                 kept = {fact.id for fact in facts}
-                old = self.db.facts.list(metadata=scope, limit=1_000_000)
+                old = self.db.facts.list(
+                    category=_memories_of(app, user, session_id), metadata=scope, limit=1_000_000
+                )
                 self.db.facts.delete_many(f.id for f in old if f.id not in kept)
             if facts:
                 self.db.facts.index_many(facts)
@@ -94,7 +108,7 @@ class _MemoryStore:
             id=_fact_id(app, user, event.id),
             content=_words(event),
             source="adk",
-            category="adk/memory",
+            category=_memories_of(app, user, session_id),
             metadata=metadata,
         )
 
@@ -104,7 +118,13 @@ class _MemoryStore:
             return []
         facts = self.db.facts
         mode: SearchMode = "hybrid" if has_vector_search(facts) else "any"
-        return facts.search(query, TOP_K, mode=mode, metadata=self._scope(app, user, "memory"))
+        return facts.search(
+            query,
+            TOP_K,
+            mode=mode,
+            category=_memories_of(app, user),
+            metadata=self._scope(app, user, "memory"),
+        )
 
     def delete(self, app: str, user: str, memory_id: str) -> None:
         with self.db.atomic():
@@ -116,7 +136,7 @@ class _MemoryStore:
                 id=_fact_id(app, user, memory_id, "deleted"),
                 content=f"deleted ADK memory {memory_id}",
                 source="adk",
-                category="adk/deleted",
+                category=f"adk/deleted/{_hashed(app, user)}",
                 metadata=self._scope(app, user, "deleted") | {"adk_event_id": memory_id},
             )
             self.db.facts.index(tombstone)
