@@ -55,6 +55,10 @@ def _memories_of(app: str, user: str, session_id: str | None = None) -> str:
     return user_part if session_id is None else f"{user_part}/{_hashed(session_id)}"
 
 
+def _deleted_of(app: str, user: str) -> str:
+    return f"adk/deleted/{_hashed(app, user)}"
+
+
 def _words(event: Event) -> str:
     """The searchable text of an event, NFC-normalised as queries are (decomposed text,
     as some keyboards and macOS file names give it, then matches its composed form)."""
@@ -73,13 +77,18 @@ class _MemoryStore:
     def _scope(self, app: str, user: str, kind: str) -> dict[str, Any]:
         return {"adk_app": app, "adk_user": user, "adk_kind": kind}
 
-    def _deleted(self, app: str, user: str, events: list[Event]) -> set[str]:
-        facts = self.db.facts
-        return {e.id for e in events if facts.get(_fact_id(app, user, e.id, "deleted")) is not None}
+    def _deleted(self, app: str, user: str) -> set[str]:
+        """The user's deleted memories (their own indexed category: usually none)."""
+        facts = self.db.facts.list(
+            category=_deleted_of(app, user),
+            metadata=self._scope(app, user, "deleted"),
+            limit=1_000_000,
+        )
+        return {fact.metadata["adk_event_id"] for fact in facts}
 
     def add(self, app: str, user: str, session_id: str, events: list[Event], replace: bool) -> None:
         with self.db.atomic():
-            deleted = self._deleted(app, user, events)
+            deleted = self._deleted(app, user)
             facts = [
                 self._fact(app, user, session_id, event)
                 for event in events
@@ -136,7 +145,7 @@ class _MemoryStore:
                 id=_fact_id(app, user, memory_id, "deleted"),
                 content=f"deleted ADK memory {memory_id}",
                 source="adk",
-                category=f"adk/deleted/{_hashed(app, user)}",
+                category=_deleted_of(app, user),
                 metadata=self._scope(app, user, "deleted") | {"adk_event_id": memory_id},
             )
             self.db.facts.index(tombstone)
