@@ -6,7 +6,8 @@ The tests are not shipped in ADK's wheel or sdist: they are downloaded at run ti
 google/adk-python at the pinned commit below into DIR (default: a cache folder), never
 committed here; a DIR that already holds them (an offline copy) is used as it is. The
 substitution and the deselected tests, with their reasons, are in `adk_plugin.py`.
-Needs the `adk` extra (google-adk) and, for the DATABASE parameter, PostgreSQL.
+Needs `pip install -e '.[adk-test]'` and, for the DATABASE parameter, PostgreSQL binaries
+(a throwaway server is started, as the test suite does) or SQLMEM_TEST_POSTGRES_DSN.
 """
 
 from __future__ import annotations
