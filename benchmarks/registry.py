@@ -79,6 +79,8 @@ REGISTRY: list[Entry] = [
     Entry("P4", "adapters", "peer_adapters:p4_session"),
     Entry("P5", "adapters", "peer_adapters:p5_store"),
     Entry("P6", "adapters", "peer_adapters:p6_saver"),
+    Entry("P7", "adapters", "peer_adapters_next:p7_adk_sessions"),
+    Entry("P8", "adapters", "peer_adapters_next:p8_adk_memory"),
     Entry("AD", "adapters", "adapters:adapter_workloads", placeholders=(
         ("AD adapters, 4 processes x 4 threads on one file (vs the frameworks' backends)",
          "no error; at least as fast"),
