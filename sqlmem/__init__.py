@@ -30,6 +30,7 @@ from .errors import (
     InvalidQueryError as InvalidQueryError,
     MigrationChecksumError as MigrationChecksumError,
     MigrationError as MigrationError,
+    MissingExtraError as MissingExtraError,
     RevisionConflictError as RevisionConflictError,
     SchemaTooNewError as SchemaTooNewError,
     SqlmemError as SqlmemError,
@@ -97,6 +98,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         Embedder as Embedder,
         FactStore as FactStore,
         HistoryStore as HistoryStore,
+        QueryEmbedder as QueryEmbedder,
         SearchMode as SearchMode,
     )
     from .records import (
@@ -130,6 +132,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "InvalidQueryError",
         "MigrationChecksumError",
         "MigrationError",
+        "MissingExtraError",
         "RevisionConflictError",
         "SchemaTooNewError",
         "SqlmemError",
@@ -185,6 +188,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Embedder",
         "FactStore",
         "HistoryStore",
+        "QueryEmbedder",
         "SearchMode",
     ),
     ".records": ("Fact", "Message", "ToolCall"),

@@ -26,6 +26,7 @@ __all__ = [
     "InvalidQueryError",
     "MigrationChecksumError",
     "MigrationError",
+    "MissingExtraError",
     "RevisionConflictError",
     "SchemaTooNewError",
     "SqlmemError",
@@ -113,6 +114,12 @@ class CorruptDatabaseError(SqlmemError):
 
 class ExtractionError(SqlmemError):
     """A fact extractor's completion function failed or answered something not text."""
+
+
+class MissingExtraError(SqlmemError, ImportError):
+    """A module of sqlmem needs an optional extra that is not installed; the message names
+    it (`pip install 'sqlmem[...]'`). Also an ImportError, so code that probes for an
+    optional feature with `except ImportError` keeps working."""
 
 
 def _map(exc: apsw.Error, context: str) -> SqlmemError:

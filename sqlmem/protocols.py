@@ -39,6 +39,7 @@ __all__ = [
     "FactStore",
     "HistoryStore",
     "LayeredSearch",
+    "QueryEmbedder",
     "SearchMode",
     "VectorSearch",
     "has_layered_search",
@@ -196,6 +197,20 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An `Embedder` that embeds a search query differently from a stored text.
+
+    Asymmetric retrieval models (e5, bge, nomic) are trained with one prefix or instruction
+    on queries and another on passages; embedding a query as if it were a passage costs them
+    several points of recall. When an embedder has `embed_query`, every search (facts,
+    history, packs, tools) embeds its query with it, and every stored text still goes
+    through `embed`. Both must return vectors of the same dims.
+    """
+
+    def embed_query(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+@runtime_checkable
 class DocumentStore(Protocol):
     """Workspace Markdown files (MEMORY.md, PROFILE.md, daily notes ...) with revisions
     and block-level search (SPEC 14)."""
@@ -339,8 +354,8 @@ class LayeredSearch(Protocol):
 
 @runtime_checkable
 class VectorSearch(Protocol):
-    """A fact store that may hold vectors: with an `embedder` set, search modes "vector"
-    and "hybrid" work on it."""
+    """A store (facts or history) that may hold vectors: with an `embedder` set, search
+    modes "vector" and "hybrid" work on it."""
 
     @property
     def embedder(self) -> Embedder | None: ...

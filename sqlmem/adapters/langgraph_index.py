@@ -5,7 +5,7 @@ Config, as LangGraph defines it (`langgraph.store.base.IndexConfig`): `{"dims": 
 "embed": Embeddings | callable | "provider:model", "fields": [...]}` (`fields` defaults to
 `["$"]`, the whole value as JSON; SqliteStore's name `text_fields` is read too). sqlmem's
 own key: `"hybrid": True` ranks a query by reciprocal rank fusion of BM25 and the vectors
-(SPEC 17: k = 60, each leg `max(4 * (offset + limit), 50)` deep, `score` the fused value)
+(k = 10 as in fact search, each leg `max(4 * (offset + limit), 50)` deep, `score` the fused value)
 instead of by the vectors alone (`score` the cosine, as LangGraph's stores report it).
 
 Embedding happens BEFORE the write transaction (`prepare` / `aprepare` run over a whole

@@ -1,4 +1,4 @@
-"""`SqlmemStore`, LangGraph's `BaseStore` over sqlmem (SPEC 18): see
+"""`SqlmemStore`, LangGraph's `BaseStore` over sqlmem: see
 `sqlmem.adapters.langgraph`, which documents it and is where to import it from."""
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment,
 from ._backend import Backend, DbOrPath
 from .langgraph_filter import at, compile_filter, matches, single_equality
 from .langgraph_index import Prepared, StoreIndex, fuse, rank_by_vectors
-from .ports import KVRow
+from .langgraph_labels import check_op_namespaces
+from .ports import KeyValuePort, KVRow, KVSearchPort
 
 __all__ = ["SqlmemStore", "decode_namespace", "encode_namespace"]
 
@@ -106,9 +107,21 @@ class SqlmemStore(BaseStore):
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
         self._backend = Backend(db_or_path, "SqlmemStore")
-        self._kv = self._backend.storage.kv
-        self._search_sql = self._backend.storage.kv_search
-        self._compiler = compiler_for(self._backend.tokenizer)
+
+    # Built on first use, on the thread that makes it: a path opens only then (an async
+    # call's on the runner's thread), so constructing a store never touches the disk.
+
+    @functools.cached_property
+    def _kv(self) -> KeyValuePort:
+        return self._backend.storage.kv
+
+    @functools.cached_property
+    def _search_sql(self) -> KVSearchPort:
+        return self._backend.storage.kv_search
+
+    @functools.cached_property
+    def _compiler(self) -> Any:
+        return compiler_for(self._backend.tokenizer)
 
     @property
     def db(self) -> Database:
@@ -116,11 +129,13 @@ class SqlmemStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_op_namespaces(ops)
         prepared = self._index.prepare(ops) if self._index is not None else {}
         return self._batch(ops, prepared)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_op_namespaces(ops)
         prepared = await self._index.aprepare(ops) if self._index is not None else {}
         if any(isinstance(op, PutOp) for op in ops):
             return await self._backend.write(self._batch, ops, prepared)
@@ -135,10 +150,13 @@ class SqlmemStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete every expired item (of every store in the file's kv table)."""
+        return self._sweep()
+
+    def _sweep(self) -> int:
         return self._kv.sweep()
 
     async def asweep_ttl(self) -> int:
-        return await self._backend.write(self._kv.sweep)
+        return await self._backend.write(self._sweep)
 
     def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None

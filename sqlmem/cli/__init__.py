@@ -30,8 +30,10 @@ def _handlers() -> dict[str, Handler]:
     from .docs import run_docs
     from .mcp_server import run_mcp
     from .memory_commands import run_embed, run_maintain, run_pack, run_vacuum
+    from .recall import run_recall
     from .sessions import run_sessions
     from .transfer import run_export, run_import
+    from .ui_command import run_ui
 
     return {
         "demo": run_demo,
@@ -49,6 +51,8 @@ def _handlers() -> dict[str, Handler]:
         "embed": run_embed,
         "pack": run_pack,
         "mcp": run_mcp,
+        "recall": run_recall,
+        "ui": run_ui,
     }
 
 
@@ -89,7 +93,7 @@ def _run(argv: list[str]) -> int:
     if args.command is None:
         raise UsageError(
             "a command is required: demo, info, check, migrate, search, history, sessions, "
-            "export, import, docs, maintain, vacuum, embed, pack or mcp",
+            "export, import, docs, maintain, vacuum, embed, pack, mcp or ui",
             "sqlmem",
         )
     return _handlers()[args.command](args, Output(args.json))

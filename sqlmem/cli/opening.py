@@ -45,7 +45,7 @@ def schema_version(path: Path) -> int:
     another program had set to 1, once a second migration existed.
     """
     keep_wal = wal_has_frames(path)
-    conn = connect(path, StoreConfig())
+    conn = connect(path, StoreConfig(), read_only=True)
     try:
         make_read_only(conn, path, keep_wal=keep_wal)  # closing it must not checkpoint
         check_is_database(conn, path)

@@ -15,7 +15,7 @@ items per block, fine for tests and small programs (the twins' purpose).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Protocol
@@ -74,6 +74,9 @@ class InMemoryDB:
         )
         for twin in self._twins:  # one lock: atomic() keeps every other thread out
             twin._lock = self._lock
+        #: This thread's open block: work for after it ends (`after`, None outside one).
+        self._block = threading.local()
+        self.facts._open_block = lambda: getattr(self._block, "after", None)
         self._closed = False
 
     @contextmanager
@@ -81,14 +84,24 @@ class InMemoryDB:
         """The writes this thread makes through the stores inside the block all stay, or,
         when the block raises, none do (the exception propagates). Nesting is allowed;
         other threads wait until the outermost block ends."""
-        with self._lock:
-            saved = [(twin, twin._snapshot()) for twin in self._twins]
-            try:
-                yield
-            except BaseException:
-                for twin, state in saved:
-                    twin._restore(state)
-                raise
+        outermost = getattr(self._block, "after", None) is None
+        if outermost:
+            self._block.after = []
+        try:
+            with self._lock:
+                saved = [(twin, twin._snapshot()) for twin in self._twins]
+                try:
+                    yield
+                except BaseException:
+                    for twin, state in saved:
+                        twin._restore(state)
+                    raise
+            after: list[Callable[[], None]] = self._block.after if outermost else []
+        finally:
+            if outermost:
+                self._block.after = None
+        for work in after:  # the block ended and let go of the lock (vectors, see facts.py)
+            work()
 
     # -- maintenance (sqlmem.memory.maintenance) ------------------------------------------
 

@@ -137,6 +137,9 @@ class InMemoryFactStore:
         self._next_pk = 1
         self._lock = threading.RLock()
         self._embedding = Embedding(embedder) if check_embedder(embedder) is not None else None
+        #: This thread's open `atomic()` block of an InMemoryDB: its after-block work list
+        #: (set by sqlmem.memory.db), None outside one.
+        self._open_block: Callable[[], list[Callable[[], None]] | None] = lambda: None
 
     @property
     def embedder(self) -> Embedder | None:
@@ -145,12 +148,31 @@ class InMemoryFactStore:
 
     def _vectors_for(self, rows: Sequence[FactRow]) -> dict[str, Any]:
         """Vectors of rows about to be written, computed before the lock is taken (the
-        embedding's content-hash cache spares identical texts)."""
+        embedding's content-hash cache spares identical texts). Inside an `atomic()`
+        block the lock is already held for the whole block: as on SQLite, only known
+        vectors are taken then, and the others computed once the block has ended
+        (`_fill_after_block`)."""
         embedding = self._embedding
         if embedding is None or not rows:
             return {}
-        vectors = embedding.vectors([r.content for r in rows])
+        block = self._open_block()
+        texts = [r.content for r in rows]
+        vectors = embedding.vectors(texts, run_model=block is None)
+        if block is not None:
+            later = [(r.id, r.content) for r, v in zip(rows, vectors, strict=True) if v is None]
+            if later:
+                block.append(lambda: self._fill_after_block(embedding, later))
         return {r.id: v for r, v in zip(rows, vectors, strict=True) if v is not None}
+
+    def _fill_after_block(self, embedding: Embedding, written: list[tuple[str, str]]) -> None:
+        """Vectors of facts an `atomic()` block wrote, once it ended: the model runs with
+        no lock held; each vector is kept only if its fact still holds the embedded text."""
+        vectors = embedding.vectors([content for _, content in written])
+        with self._lock:
+            for (fact_id, content), vector in zip(written, vectors, strict=True):
+                doc = self._docs.get(fact_id)
+                if vector is not None and doc is not None and doc.row.content == content:
+                    doc.vector = vector
 
     def __repr__(self) -> str:
         return f"<InMemoryFactStore {len(self._docs)} facts>"

@@ -22,15 +22,18 @@ from typing import Any
 from ..agent_ids import validate_agent_id
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StoreClosedError
+from ..extras import needs_extra
 from ..rules.embedder import check_embedder
-from .checkpoints import PostgresCheckpointStore
-from .docs import PostgresDocumentStore
-from .engine import Engine, Pools
-from .facts import PostgresFactStore
-from .history import PostgresHistoryStore
-from .kv import PostgresKeyValueStore, PostgresKVSearch
-from .maintenance import CheckReport
-from .run_leases import PostgresRunLeases
+
+with needs_extra("postgres", __name__):
+    from .checkpoints import PostgresCheckpointStore
+    from .docs import PostgresDocumentStore
+    from .engine import Engine, Pools
+    from .facts import PostgresFactStore
+    from .history import PostgresHistoryStore
+    from .kv import PostgresKeyValueStore, PostgresKVSearch
+    from .maintenance import CheckReport
+    from .run_leases import PostgresRunLeases
 
 __all__ = [
     "CheckReport",

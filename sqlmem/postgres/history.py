@@ -50,7 +50,12 @@ from ..rules.checks import (
 )
 from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms, now_ms
-from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
+from ..rules.history_modes import (
+    HistoryMode,
+    check_history_mode,
+    needs_embedder_error,
+    vector_texts,
+)
 from ..rules.rows import messages_from_rows
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment
@@ -109,7 +114,7 @@ class PostgresHistoryStore:
         check_session_id(session_id)
         now = now_ms()
         row = self._encode(check_message(message), now)
-        prepared = self._prepare([message.content])  # the model runs here: no lock held
+        prepared = self._prepare(vector_texts([message], now))  # the model runs: no lock held
         return self._insert(session_id, [row], now, prepared)[0]
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
@@ -121,7 +126,7 @@ class PostgresHistoryStore:
         if not checked:
             return []
         rows = [self._encode(m, now) for m in checked]
-        prepared = self._prepare([m.content for m in checked])  # no lock held
+        prepared = self._prepare(vector_texts(checked, now))  # no lock held
         return self._insert(session_id, rows, now, prepared)
 
     def _prepare(self, contents: list[str]) -> Prepared | None:

@@ -136,8 +136,9 @@ def stats(engine: Engine, model: str | None) -> dict[str, Any]:
         "messages_active": int(active),
         "messages_archived": int(messages) - int(active),
         "facts": int(facts),
-        "facts_without_vectors": int(without),
-        "messages_without_vectors": int(messages_without),
+        # Rows waiting for embed_pending: none without an embedder (as on SQLite).
+        "facts_without_vectors": int(without) if model is not None else 0,
+        "messages_without_vectors": int(messages_without) if model is not None else 0,
         "documents": int(documents),
         "database_bytes": int(size),
     }

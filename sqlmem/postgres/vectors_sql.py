@@ -8,6 +8,7 @@ from functools import cache
 from .facts_sql import LIVE, NO_ITEM_KEY, FilterKey, filter_sql
 
 __all__ = [
+    "FILL_BY_ID",
     "FILL_ONE",
     "PENDING_COUNT",
     "PENDING_PAGE",
@@ -36,6 +37,16 @@ FILL_ONE = (
 INSERT INTO fact_vectors (agent_id, fact_pk, model, dim, content_hash, vector)
 SELECT agent_id, pk, %(model)s, %(dim)s, %(hash)s, %(vector)s FROM facts
 WHERE agent_id = %(agent)s AND pk = %(pk)s AND content = %(content)s"""
+    + _SET
+)
+
+#: The vector of a fact written inside atomic(), computed after the block committed: only
+#: if the fact still holds the content that was embedded.
+FILL_BY_ID = (
+    """
+INSERT INTO fact_vectors (agent_id, fact_pk, model, dim, content_hash, vector)
+SELECT agent_id, pk, %(model)s, %(dim)s, %(hash)s, %(vector)s FROM facts
+WHERE agent_id = %(agent)s AND id = %(id)s AND content = %(content)s"""
     + _SET
 )
 

@@ -156,10 +156,20 @@ def merge_batch(rows: Sequence[FactRow]) -> list[FactRow]:
 
 
 def is_fact_id(value: object) -> bool:
-    """True for a string that could be a stored id; non-strings are a caller bug."""
+    """True for a string that could be a stored id; non-strings are a caller bug. A text
+    with a lone surrogate is no stored id (records refuse it), and the drivers cannot even
+    send it, so it is "not found" rather than an encoding error."""
     if not isinstance(value, str):
         raise InvalidArgumentError(f"fact ids are strings, got {type(value).__name__}")
-    return 0 < len(value) <= MAX_FACT_ID_LEN
+    return 0 < len(value) <= MAX_FACT_ID_LEN and (value.isascii() or _encodable(value))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 #: Every search mode; "vector" and "hybrid" need the store's embedder (SPEC 17).

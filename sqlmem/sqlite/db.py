@@ -30,7 +30,7 @@ from .migrations import read_user_version
 from .run_leases import SQLiteRunLeases
 from .vectors_sql import count_without_vectors
 
-__all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
+__all__ = ["CheckReport", "MemoryDB", "check_path", "open", "resolve_path"]
 
 _STATS = """
 SELECT
@@ -48,6 +48,13 @@ SELECT
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:
     """`path` as an absolute Path, or InvalidArgumentError if it can never be a database."""
+    return absolute_path(check_path(path), "path")
+
+
+def check_path(path: str | os.PathLike[str]) -> str:
+    """`path` as text, or InvalidArgumentError if it can never be a database; without
+    touching the disk or the current directory (adapters check a path in constructors
+    that may run on an event loop, and open it later)."""
     try:
         text = os.fspath(path)
     except TypeError:
@@ -63,7 +70,7 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
         )
     if "\x00" in text:
         raise InvalidArgumentError("path must not contain NUL characters")
-    return absolute_path(text, "path")
+    return text
 
 
 class MemoryDB:
@@ -174,8 +181,10 @@ class MemoryDB:
             sessions, active, archived, facts, documents, kv, checkpoints, writes = counts
             embedder = self.facts.embedder
             model = embedder.model if embedder else None
-            without_vectors = count_without_vectors(conn, model)
-            messages_without_vectors = count_messages_without_vectors(conn, model)
+            # Rows waiting for `embed_pending`: none without an embedder (a BM25-only
+            # store is not missing anything; counting every row alarmed monitoring).
+            without_vectors = count_without_vectors(conn, model) if model else 0
+            messages_without_vectors = count_messages_without_vectors(conn, model) if model else 0
             version = read_user_version(conn)
             page_size = conn.pragma("page_size")
             page_count = conn.pragma("page_count")

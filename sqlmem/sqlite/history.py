@@ -55,7 +55,12 @@ from ..rules.checks import (
 )
 from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms, now_ms
-from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
+from ..rules.history_modes import (
+    HistoryMode,
+    check_history_mode,
+    needs_embedder_error,
+    vector_texts,
+)
 from ..rules.rows import messages_from_read_rows, messages_from_rows
 from ..rules.window import drop_leading_tool_results
 from ..search.query import segment
@@ -165,7 +170,7 @@ class SQLiteHistoryStore:
         now = now_ms()
         plain = is_plain(check_message(message))
         row = self._encode(message, now, plain)
-        prepared = self._prepare([message.content])  # the model runs here: no lock held
+        prepared = self._prepare(vector_texts([message], now))  # the model runs: no lock held
         return self._insert(session_id, [row], now, plain, prepared)[0]
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
@@ -179,12 +184,12 @@ class SQLiteHistoryStore:
             return []
         plain = all(map(is_plain, checked))  # one INSERT shape for the whole batch
         rows = [self._encode(m, now, plain) for m in checked]
-        prepared = self._prepare([m.content for m in checked])  # no lock held
+        prepared = self._prepare(vector_texts(checked, now))  # no lock held
         return self._insert(session_id, rows, now, plain, prepared)
 
-    def _prepare(self, contents: list[str]) -> Prepared | None:
+    def _prepare(self, texts: list[str]) -> Prepared | None:
         vectors = self._vectors
-        return vectors.prepare(contents) if vectors is not None else None
+        return vectors.prepare(texts) if vectors is not None else None
 
     def _encode(self, m: Message, now: int, plain: bool) -> tuple[Any, ...]:
         """Everything of a row but (session, seq), in the columns of the INSERT shape

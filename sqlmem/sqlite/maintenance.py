@@ -101,7 +101,7 @@ def _integrity_check(engine: Engine) -> list[str]:
     nothing cached; it is a WAL reader, so writers do not wait for the check.
     """
     with engine.long_read():  # StoreClosedError once closed; keeps the engine open
-        conn = connect(engine.path, engine.config)
+        conn = connect(engine.path, engine.config, read_only=engine.read_only)
         try:
             with translate_errors(str(engine.path)):
                 conn.pragma("query_only", "ON")

@@ -14,6 +14,7 @@ from .facts_sql import _COLUMNS, _RAREST_TAG, LIVE, NO_ITEM_KEY, FilterKey, _whe
 __all__ = [
     "ALL_VECTORS",
     "EXPORT_PAGE",
+    "FILL_BY_ID",
     "FILL_ONE",
     "IDS_BY_PK",
     "IMPORT_TARGET",
@@ -46,6 +47,14 @@ UPSERT_BY_ID = (
 FILL_ONE = (
     "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
     " SELECT pk, :model, :dim, :hash, :vector FROM facts WHERE pk = :pk AND content = :content"
+    + _SET
+)
+
+#: The vector of a fact written inside atomic(), computed after the block committed: only
+#: if the fact still holds the content that was embedded.
+FILL_BY_ID = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " SELECT pk, :model, :dim, :hash, :vector FROM facts WHERE id = :id AND content = :content"
     + _SET
 )
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
+from ..context.inject import search_mode_for
 from ..errors import DocumentNotFoundError, FactNotFoundError, InvalidArgumentError
 from ..protocols import Database
 from ..records import Fact, Message
@@ -65,8 +66,8 @@ def search_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
         "tags": args.get("tags") or None,
         "layer": args.get("layer"),
     }
-    if query.strip():
-        found = db.facts.search(query, top_k, **narrow)
+    if query.strip():  # by meaning too when the store has an embedder, as inject_memory
+        found = db.facts.search(query, top_k, mode=search_mode_for(db.facts), **narrow)
     else:  # nothing to look for: the newest memories, for a model getting its bearings
         found = db.facts.list(limit=top_k, **narrow)
     return {"results": list(_fact_items(found))}
@@ -186,7 +187,10 @@ def _message_item(message: Message) -> dict[str, Any]:
 
 def search_conversations(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     found = db.history.search(
-        args["query"], session_id=args.get("session_id"), top_k=args.get("top_k", 10)
+        args["query"],
+        session_id=args.get("session_id"),
+        top_k=args.get("top_k", 10),
+        mode=search_mode_for(db.history),
     )
     return {"results": [_message_item(m) for m in found]}
 

@@ -95,9 +95,18 @@ def test_a_database_without_the_ports_serves_the_history_adapters_only() -> None
     asyncio.run(session.add_items([{"role": "user", "content": "hi"}]))
     assert asyncio.run(session.get_items()) == [{"role": "user", "content": "hi"}]
     session.close()
-    for cls in (SqlmemStore, SqlmemSaver, SqlmemByteStore):
+    # Built without touching the database; the first call that needs the ports says why
+    # it cannot work.
+    uses = [
+        (SqlmemStore, lambda s: s.get(("a",), "k")),
+        (SqlmemSaver, lambda s: s.get_tuple({"configurable": {"thread_id": "t"}})),
+        (SqlmemByteStore, lambda s: s.mget(["k"])),
+    ]
+    for cls, use in uses:
+        adapter = cls(db)
         with pytest.raises(sqlmem.InvalidArgumentError, match="key-value or checkpoint"):
-            cls(db)
+            use(adapter)
+        adapter.close()
 
 
 _TEXT = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)

@@ -20,10 +20,11 @@ from test_langgraph import (
     _KEYS,
     _VALUES,
     _WANTS,
+    test_batch_refuses_labels_langgraph_refuses,
     test_batch_with_a_put_is_all_or_nothing,
     test_every_scalar_comparison_agrees_with_python,
     test_list_namespaces,
-    test_namespaces_of_any_strings_never_collide,
+    test_namespaces_of_any_valid_labels_never_collide,
     test_other_kv_users_cannot_reach_the_store,
     test_put_get_delete,
     test_query_ranks_by_fts5_bm25,
@@ -31,6 +32,7 @@ from test_langgraph import (
     test_search_filters_order_and_pages,
     test_thousand_labels,
     test_values_json_cannot_hold_are_refused,
+    test_wildcards_and_empty_prefixes_stay_allowed,
 )
 from test_langgraph_index import (
     INDEX,
@@ -43,12 +45,13 @@ import sqlmem
 from sqlmem.adapters.langgraph import SqlmemStore
 
 __all__ = [
+    "test_batch_refuses_labels_langgraph_refuses",
     "test_batch_with_a_put_is_all_or_nothing",
     "test_every_scalar_comparison_agrees_with_python",
     "test_filters_apply_before_ranking",
     "test_hybrid_fuses_bm25_and_vector_ranks",
     "test_list_namespaces",
-    "test_namespaces_of_any_strings_never_collide",
+    "test_namespaces_of_any_valid_labels_never_collide",
     "test_other_kv_users_cannot_reach_the_store",
     "test_put_get_delete",
     "test_query_ranks_by_fts5_bm25",
@@ -57,6 +60,7 @@ __all__ = [
     "test_search_ranks_by_the_best_field_cosine",
     "test_thousand_labels",
     "test_values_json_cannot_hold_are_refused",
+    "test_wildcards_and_empty_prefixes_stay_allowed",
 ]
 
 

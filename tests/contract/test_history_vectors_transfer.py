@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ from sqlmem import Message, ToolCall
 from sqlmem.embedders import HashEmbedder
 from sqlmem.rules import export_format
 from sqlmem.rules.export_format import ExportFormatError
-from sqlmem.search.vectors import content_key
+from sqlmem.rules.history_modes import vector_text
+from sqlmem.search.vectors import checked_rows, content_key
 from sqlmem.sqlite.export import export_records
 from sqlmem.sqlite.importer import import_lines, import_records
 
@@ -74,7 +76,9 @@ def test_message_vectors_travel_in_the_export(tmp_path: Path) -> None:
     with sqlmem.open(tmp_path / "b.db", embedder=embedder) as db:
         counts = import_records(db, records)
         assert (counts.message_vectors, counts.message_vectors_skipped) == (2, 0)
-        assert embedder.texts[calls:] == ["no vector yet"]  # only the missing one embedded
+        (missing,) = [m for m in db.history.get_all("other") if m.content == "no vector yet"]
+        # only the missing one embedded (its text after its day: rules.history_modes)
+        assert embedder.texts[calls:] == [vector_text(missing.content, "", missing.created_at)]
         assert db.stats()["messages_without_vectors"] == 0
         top = db.history.search("blue sea", mode="vector", top_k=1)
         assert [(m.session_id, m.seq) for m in top] == [("chat", 3)]
@@ -113,9 +117,21 @@ def _header(version: int = 3) -> str:
     return json.dumps({"format": "sqlmem-export", "format_version": version})
 
 
+#: When the imported test message was said: its vector is of its text after that day
+#: (`rules.history_modes.vector_text`).
+SAID = datetime(2025, 1, 31, 9, 14, 55, tzinfo=timezone.utc)
+
+
 def _message_line(seq: int = 1) -> str:
     return json.dumps(
-        {"type": "message", "session_id": "s", "seq": seq, "role": "user", "content": "hi"}
+        {
+            "type": "message",
+            "session_id": "s",
+            "seq": seq,
+            "role": "user",
+            "content": "hi",
+            "created_at": SAID.isoformat(),
+        }
     )
 
 
@@ -152,7 +168,7 @@ def test_bad_message_vector_records_are_refused_with_their_line(
 
 
 def test_unusable_or_orphan_vectors_are_skipped(tmp_path: Path) -> None:
-    def vector(seq: int, values: list[float], text: str = "hi") -> str:
+    def vector(seq: int, values: list[float], text: str = vector_text("hi", "", SAID)) -> str:
         import numpy as np
 
         data = np.array(values, dtype="<f4").tobytes()
@@ -173,14 +189,15 @@ def test_unusable_or_orphan_vectors_are_skipped(tmp_path: Path) -> None:
         _message_line(),
         vector(1, [0.0, 0.0]),  # no length
         vector(2, [1.0, 0.0]),  # no such message
-        vector(1, [1.0, 0.0], text="bye"),  # computed from another text
+        vector(1, [1.0, 0.0], text=vector_text("bye", "", SAID)),  # from another text
+        vector(1, [1.0, 0.0], text="hi"),  # from the bare content: not what is embedded
     ]
     with sqlmem.open(tmp_path / "a.db") as db:
         counts = import_lines(db, lines)
         assert (counts.messages, counts.message_vectors, counts.message_vectors_skipped) == (
             1,
             0,
-            3,
+            4,
         )
         assert db.stats()["messages_without_vectors"] == 1
     lines[2] = vector(1, [3.0, 4.0])  # stored at unit length
@@ -235,4 +252,9 @@ def test_a_vector_is_never_attached_to_another_text(tmp_path: Path) -> None:
         counts = import_records(db, records)
         assert (counts.messages_skipped, counts.message_vectors_skipped) == (1, 1)
         top = db.history.search("fast red car", mode="vector", top_k=1)
-        assert top[0].score == pytest.approx(1.0)  # still its own text's vector
+        own = vector_text(top[0].content, top[0].name, top[0].created_at)
+        query, stored = checked_rows(embedder.embed(["fast red car", own]), 2)
+        assert query is not None and stored is not None
+        assert top[0].score == pytest.approx(float(query @ stored))  # its own text's vector
+        other = checked_rows(embedder.embed([records[1]["content"]]), 1)[0]
+        assert other is not None and float(query @ other) != pytest.approx(top[0].score)
