@@ -10,66 +10,187 @@ summaries and full-text search) and long-term facts searched with FTS5 and ranke
         db.facts.search("what is my dog's name?")
 """
 
+# ruff: noqa: I001 - the re-exports below are one `from m import (A as A, ...)` per module
+# (the repository's import sorting would split each `as` import into a statement of its own)
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
 
+# `Name as Name`: re-exported for type checkers in strict mode (`__all__` below is generated,
+# so they cannot read it).
 from .errors import (
-    CorruptDatabaseError,
-    DocumentNotFoundError,
-    EditMismatchError,
-    FactNotFoundError,
-    InvalidAgentIdError,
-    InvalidArgumentError,
-    InvalidQueryError,
-    MigrationChecksumError,
-    MigrationError,
-    SchemaTooNewError,
-    SqlmemError,
-    StorageBusyError,
-    StoreClosedError,
+    CorruptDatabaseError as CorruptDatabaseError,
+    DocumentNotFoundError as DocumentNotFoundError,
+    EditMismatchError as EditMismatchError,
+    FactNotFoundError as FactNotFoundError,
+    InvalidAgentIdError as InvalidAgentIdError,
+    InvalidArgumentError as InvalidArgumentError,
+    InvalidQueryError as InvalidQueryError,
+    MigrationChecksumError as MigrationChecksumError,
+    MigrationError as MigrationError,
+    SchemaTooNewError as SchemaTooNewError,
+    SqlmemError as SqlmemError,
+    StorageBusyError as StorageBusyError,
+    StoreClosedError as StoreClosedError,
 )
 
 if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checkers and IDEs
-    from .config import StoreConfig
+    from .config import (
+        StoreConfig as StoreConfig,
+    )
     from .context import (
-        AgentMemory,
-        CompactionResult,
-        Compactor,
-        ExtractionError,
-        Extractor,
-        LLMExtractor,
-        NopExtractor,
-        estimate_tokens,
-        inject_memory,
+        AgentMemory as AgentMemory,
+        BuiltContext as BuiltContext,
+        CompactionResult as CompactionResult,
+        Compactor as Compactor,
+        ConsolidationResult as ConsolidationResult,
+        Consolidator as Consolidator,
+        ContextWindow as ContextWindow,
+        ExtractionError as ExtractionError,
+        ExtractionOutcome as ExtractionOutcome,
+        Extractor as Extractor,
+        LLMExtractor as LLMExtractor,
+        MemoryPack as MemoryPack,
+        NopExtractor as NopExtractor,
+        PackConfig as PackConfig,
+        PackItem as PackItem,
+        WorkspaceExtractor as WorkspaceExtractor,
+        build_memory_pack as build_memory_pack,
+        consolidate_daily_notes as consolidate_daily_notes,
+        estimate_tokens as estimate_tokens,
+        inject_memory as inject_memory,
     )
     from .doc_records import (
-        Document,
-        DocumentHit,
-        DocumentImport,
-        DocumentInfo,
-        DocumentWrite,
-        RevisionInfo,
+        Document as Document,
+        DocumentHit as DocumentHit,
+        DocumentImport as DocumentImport,
+        DocumentInfo as DocumentInfo,
+        DocumentWrite as DocumentWrite,
+        RevisionInfo as RevisionInfo,
     )
     from .factory import (
-        AgentMemoryConfig,
-        MemoryFactory,
-        OwnedFactStore,
-        OwnedHistoryStore,
-        open_fact_store,
-        open_history_store,
+        AgentMemoryConfig as AgentMemoryConfig,
+        MemoryFactory as MemoryFactory,
+        OwnedFactStore as OwnedFactStore,
+        OwnedHistoryStore as OwnedHistoryStore,
+        open_fact_store as open_fact_store,
+        open_history_store as open_history_store,
     )
-    from .memory.docs import InMemoryDocumentStore
-    from .memory.facts import InMemoryFactStore
-    from .memory.history import InMemoryHistoryStore
-    from .protocols import DocumentStore, FactStore, HistoryStore, SearchMode
-    from .records import Fact, Message, ToolCall
-    from .sqlite.db import CheckReport, MemoryDB
-    from .sqlite.db import open as open  # public as sqlmem.open, kept out of __all__
-    from .tools import MemoryTools
+    from .memory.docs import (
+        InMemoryDocumentStore as InMemoryDocumentStore,
+    )
+    from .memory.facts import (
+        InMemoryFactStore as InMemoryFactStore,
+    )
+    from .memory.history import (
+        InMemoryHistoryStore as InMemoryHistoryStore,
+    )
+    from .opening import (
+        open as open,
+    )
+    from .protocols import (
+        Database as Database,
+        DocumentStore as DocumentStore,
+        Embedder as Embedder,
+        FactStore as FactStore,
+        HistoryStore as HistoryStore,
+        SearchMode as SearchMode,
+    )
+    from .records import (
+        Fact as Fact,
+        Message as Message,
+        ToolCall as ToolCall,
+    )
+    from .sqlite.db import (
+        CheckReport as CheckReport,
+        MemoryDB as MemoryDB,
+    )
+    from .tools import (
+        MemoryTools as MemoryTools,
+    )
 
 __version__ = "0.2.0"
+
+#: Every public name by the module it comes from: the ONE list. `__all__`, `dir()` and the
+#: lazy attributes are generated from it; tests/unit/test_public_names.py checks that the
+#: TYPE_CHECKING imports above name the same things from the same modules, and that every
+#: name resolves.
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    ".errors": (
+        "CorruptDatabaseError",
+        "DocumentNotFoundError",
+        "EditMismatchError",
+        "FactNotFoundError",
+        "InvalidAgentIdError",
+        "InvalidArgumentError",
+        "InvalidQueryError",
+        "MigrationChecksumError",
+        "MigrationError",
+        "SchemaTooNewError",
+        "SqlmemError",
+        "StorageBusyError",
+        "StoreClosedError",
+    ),
+    ".config": ("StoreConfig",),
+    ".context": (
+        "AgentMemory",
+        "BuiltContext",
+        "CompactionResult",
+        "Compactor",
+        "ConsolidationResult",
+        "Consolidator",
+        "ContextWindow",
+        "ExtractionError",
+        "ExtractionOutcome",
+        "Extractor",
+        "LLMExtractor",
+        "MemoryPack",
+        "NopExtractor",
+        "PackConfig",
+        "PackItem",
+        "WorkspaceExtractor",
+        "build_memory_pack",
+        "consolidate_daily_notes",
+        "estimate_tokens",
+        "inject_memory",
+    ),
+    ".doc_records": (
+        "Document",
+        "DocumentHit",
+        "DocumentImport",
+        "DocumentInfo",
+        "DocumentWrite",
+        "RevisionInfo",
+    ),
+    ".factory": (
+        "AgentMemoryConfig",
+        "MemoryFactory",
+        "OwnedFactStore",
+        "OwnedHistoryStore",
+        "open_fact_store",
+        "open_history_store",
+    ),
+    ".memory.docs": ("InMemoryDocumentStore",),
+    ".memory.facts": ("InMemoryFactStore",),
+    ".memory.history": ("InMemoryHistoryStore",),
+    ".opening": ("open",),
+    ".protocols": (
+        "Database",
+        "DocumentStore",
+        "Embedder",
+        "FactStore",
+        "HistoryStore",
+        "SearchMode",
+    ),
+    ".records": ("Fact", "Message", "ToolCall"),
+    ".sqlite.db": ("CheckReport", "MemoryDB"),
+    ".tools": ("MemoryTools",),
+}
+
+#: Public, but left out of `__all__`: `from sqlmem import *` must not shadow the builtin
+#: open().
+_NOT_STARRED = frozenset({"open"})
 
 # Everything but the errors loads on first use (PEP 562): `import sqlmem` then costs less than
 # importing apsw and pydantic (of the two it loads apsw only), where loading every module at
@@ -80,63 +201,7 @@ __version__ = "0.2.0"
 # reads on a module with __getattr__: a `sqlmem.Message` read costs ~30 ns instead of ~10,
 # under 1% of building the Message; `from sqlmem import Message` costs nothing per call).
 _LAZY: dict[str, str] = {
-    "StoreConfig": ".config",
-    **dict.fromkeys(
-        (
-            "Document",
-            "DocumentHit",
-            "DocumentImport",
-            "DocumentInfo",
-            "DocumentWrite",
-            "RevisionInfo",
-        ),
-        ".doc_records",
-    ),
-    "InMemoryDocumentStore": ".memory.docs",
-    **dict.fromkeys(
-        (
-            "AgentMemory",
-            "BuiltContext",
-            "CompactionResult",
-            "Compactor",
-            "ConsolidationResult",
-            "Consolidator",
-            "ContextWindow",
-            "ExtractionError",
-            "ExtractionOutcome",
-            "Extractor",
-            "LLMExtractor",
-            "MemoryPack",
-            "NopExtractor",
-            "PackConfig",
-            "PackItem",
-            "WorkspaceExtractor",
-            "build_memory_pack",
-            "consolidate_daily_notes",
-            "estimate_tokens",
-            "inject_memory",
-        ),
-        ".context",
-    ),
-    **dict.fromkeys(
-        (
-            "AgentMemoryConfig",
-            "MemoryFactory",
-            "OwnedFactStore",
-            "OwnedHistoryStore",
-            "open_fact_store",
-            "open_history_store",
-        ),
-        ".factory",
-    ),
-    "InMemoryFactStore": ".memory.facts",
-    "InMemoryHistoryStore": ".memory.history",
-    **dict.fromkeys(
-        ("DocumentStore", "Embedder", "FactStore", "HistoryStore", "SearchMode"), ".protocols"
-    ),
-    **dict.fromkeys(("Fact", "Message", "ToolCall"), ".records"),
-    **dict.fromkeys(("CheckReport", "MemoryDB", "open"), ".sqlite.db"),
-    "MemoryTools": ".tools",
+    name: module for module, names in _PUBLIC.items() if module != ".errors" for name in names
 }
 
 
@@ -161,69 +226,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
 
 
-# `open` is public as `sqlmem.open` but left out of __all__, so that
-# `from sqlmem import *` does not shadow the builtin open().
-
-__all__ = [
-    "AgentMemory",
-    "AgentMemoryConfig",
-    "BuiltContext",
-    "CheckReport",
-    "CompactionResult",
-    "Compactor",
-    "ConsolidationResult",
-    "Consolidator",
-    "ContextWindow",
-    "CorruptDatabaseError",
-    "Document",
-    "DocumentHit",
-    "DocumentImport",
-    "DocumentInfo",
-    "DocumentNotFoundError",
-    "DocumentStore",
-    "DocumentWrite",
-    "EditMismatchError",
-    "Embedder",
-    "ExtractionError",
-    "ExtractionOutcome",
-    "Extractor",
-    "Fact",
-    "FactNotFoundError",
-    "FactStore",
-    "HistoryStore",
-    "InMemoryDocumentStore",
-    "InMemoryFactStore",
-    "InMemoryHistoryStore",
-    "InvalidAgentIdError",
-    "InvalidArgumentError",
-    "InvalidQueryError",
-    "LLMExtractor",
-    "MemoryDB",
-    "MemoryFactory",
-    "MemoryPack",
-    "MemoryTools",
-    "Message",
-    "MigrationChecksumError",
-    "MigrationError",
-    "NopExtractor",
-    "OwnedFactStore",
-    "OwnedHistoryStore",
-    "PackConfig",
-    "PackItem",
-    "RevisionInfo",
-    "SchemaTooNewError",
-    "SearchMode",
-    "SqlmemError",
-    "StorageBusyError",
-    "StoreClosedError",
-    "StoreConfig",
-    "ToolCall",
-    "WorkspaceExtractor",
-    "__version__",
-    "build_memory_pack",
-    "consolidate_daily_notes",
-    "estimate_tokens",
-    "inject_memory",
-    "open_fact_store",
-    "open_history_store",
-]
+__all__ = sorted(  # generated from the one table above
+    ["__version__"]
+    + [name for names in _PUBLIC.values() for name in names if name not in _NOT_STARRED]
+)

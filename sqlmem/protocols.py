@@ -1,13 +1,18 @@
-"""The public store protocols. Third parties may implement them; sqlmem ships two of each
-(SQLite and in-memory), and every helper in `sqlmem.context` is written against these."""
+"""The public store protocols. Third parties may implement them; sqlmem ships three of each
+(SQLite, in-memory, PostgreSQL), and every helper in `sqlmem.context` is written against
+these: `Database` for one agent's memory, the store protocols for its parts, and the
+optional capabilities a backend may add (`LayeredSearch`, `VectorSearch`), each with a
+type guard so a helper asks "can this store do it?" in one typed place."""
 
 from __future__ import annotations
 
 import builtins
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import date, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, runtime_checkable
 
 from .doc_records import (
     Document,
@@ -22,7 +27,22 @@ from .records import Fact, Message
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
     import numpy as np
     import numpy.typing as npt
-__all__ = ["DocumentStore", "Embedder", "FactStore", "HistoryStore", "SearchMode"]
+    from typing_extensions import Self
+
+    from .rules.candidates import FactCandidate
+__all__ = [
+    "CheckResult",
+    "Database",
+    "DocumentStore",
+    "Embedder",
+    "FactStore",
+    "HistoryStore",
+    "LayeredSearch",
+    "SearchMode",
+    "VectorSearch",
+    "has_layered_search",
+    "has_vector_search",
+]
 
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
 
@@ -209,3 +229,110 @@ class DocumentStore(Protocol):
     def export_dir(self, folder: str | os.PathLike[str]) -> int: ...
 
     def import_dir(self, folder: str | os.PathLike[str]) -> DocumentImport: ...
+
+
+@runtime_checkable
+class CheckResult(Protocol):
+    """What `Database.check()` reports: `ok` for a healthy database, else `problems`;
+    `path` names what was checked (a file, an agent, or ":memory:")."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def problems(self) -> builtins.list[str]: ...
+
+
+@runtime_checkable
+class Database(Protocol):
+    """One agent's whole memory, whatever holds it: `sqlmem.open(path)` (a SQLite file),
+    `sqlmem.open(":memory:")` (the in-memory twins), `sqlmem.open(url, agent_id=...)`
+    (PostgreSQL). Every helper, the tools and the async API take one of these.
+
+    `atomic()`: every write this thread makes through the stores inside the block commits
+    together when it ends, or not at all when it raises. `stats()`: counts for monitoring
+    (every backend reports `sessions`, `messages_active`, `messages_archived`, `facts`,
+    `facts_without_vectors`, `documents`). `maintain()`: periodic care, returning what it
+    did. `close()`: idempotent; later calls raise `StoreClosedError`.
+    """
+
+    @property
+    def history(self) -> HistoryStore: ...
+
+    @property
+    def facts(self) -> FactStore: ...
+
+    @property
+    def docs(self) -> DocumentStore: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def atomic(self) -> AbstractContextManager[None]: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def check(self) -> CheckResult: ...
+
+    def maintain(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+
+
+@runtime_checkable
+class LayeredSearch(Protocol):
+    """A fact store that gives a memory pack's candidates of every layer at once (the
+    SQLite store: one ranked statement instead of one search per layer). The candidates
+    are the same facts, in the same order, as `search(query, top_k=wants[layer],
+    mode="any", layer=layer, min_confidence=...)` per layer (the newest by `updated_at`
+    for a blank query); `FactCandidate.materialize` builds the `Fact`s of those kept."""
+
+    def layered_candidates(
+        self, query: str, wants: Mapping[str, int], *, min_confidence: float = 0.0
+    ) -> dict[str, builtins.list[FactCandidate]]: ...
+
+
+@runtime_checkable
+class VectorSearch(Protocol):
+    """A fact store that may hold vectors: with an `embedder` set, search modes "vector"
+    and "hybrid" work on it."""
+
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+
+def has_layered_search(store: object) -> TypeGuard[LayeredSearch]:
+    """Whether `store` offers the one-statement layered search of a memory pack."""
+    return _has(LayeredSearch, store)
+
+
+def has_vector_search(store: object) -> TypeGuard[VectorSearch]:
+    """Whether `store` has an embedder now, so "vector" and "hybrid" searches work."""
+    return _has(VectorSearch, store) and getattr(store, "embedder", None) is not None
+
+
+#: (capability, class) -> whether the class offers it. A runtime-checkable isinstance
+#: costs ~10 µs on CPython 3.11 (it looks up every member); a pack or an injection asks on
+#: every call, so the answer is kept per class (capabilities are methods and properties,
+#: which belong to the class).
+_OFFERS: dict[tuple[type, type], bool] = {}
+
+
+def _has(capability: type, store: object) -> bool:
+    key = (capability, type(store))
+    offered = _OFFERS.get(key)
+    if offered is None:
+        offered = _OFFERS[key] = isinstance(store, capability)
+    return offered

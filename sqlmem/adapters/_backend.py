@@ -32,19 +32,18 @@ class Backend:
     """A database and a runner, closed together (the database only when we opened it)."""
 
     def __init__(self, db_or_path: DbOrPath, owner: str) -> None:
-        if isinstance(db_or_path, AsyncMemoryDB):
-            db_or_path = db_or_path.sync
-        if isinstance(db_or_path, MemoryDB):
-            self.db, self._owns_db = db_or_path, False
-        elif isinstance(db_or_path, (str, os.PathLike)):
-            self.db, self._owns_db = MemoryDB(db_or_path), True
+        given: object = db_or_path.sync if isinstance(db_or_path, AsyncMemoryDB) else db_or_path
+        if isinstance(given, MemoryDB):
+            self.db, self._owns_db = given, False
+        elif isinstance(given, (str, os.PathLike)):
+            self.db, self._owns_db = MemoryDB(given), True
         else:
             raise InvalidArgumentError(
                 f"{owner}: db_or_path must be a MemoryDB, an AsyncMemoryDB or a path, "
-                f"not {type(db_or_path).__name__}"
+                f"not {type(given).__name__}"
             )
         # One or two threads in practice: they start on demand (up to the runner's cap).
-        self._runner = Runner(name=owner)
+        self._runner = Runner(name=owner, owner=self.db)
 
     async def run(self, call: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """`call(*args, **kwargs)` on a runner thread, awaited."""

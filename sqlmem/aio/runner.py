@@ -15,6 +15,14 @@ Cancellation: cancelling the awaiting task cancels the call if it has not starte
 runs); a call already running finishes on its thread, whole (its transaction commits or
 rolls back as one), and its result is dropped. So no cancellation leaves half a write, and
 the store stays usable.
+
+Closing: `shutdown()` refuses new calls (`StoreClosedError`) and then runs every call it
+had already accepted to its end, so a task that nobody cancelled never sees a
+`CancelledError` because the database closed, and every awaited write it reports done is
+written.
+
+Inside `async with adb.atomic()` a call goes to the block's own thread instead (see
+`atomic`): the caller's context says which block it is in.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ..errors import StoreClosedError
+from .atomic import current_block
 
 __all__ = ["Runner", "off_loop"]
 
@@ -51,8 +60,17 @@ class Runner:
     application may need for its own blocking work): `workers` threads for reads and slow
     work, up to `WRITE_WORKERS` for writes."""
 
-    def __init__(self, workers: int | None = None, *, name: str = "the async database") -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        name: str = "the async database",
+        owner: object = None,
+    ) -> None:
         self._name = name  # in the StoreClosedError message: "<name> is closed"
+        #: The sync database these calls go to: calls made inside one of its atomic()
+        #: blocks run on the block's thread, whichever runner they come through.
+        self.owner = self if owner is None else owner
         workers = workers or default_workers()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sqlmem-aio")
         self._writes = ThreadPoolExecutor(
@@ -64,6 +82,9 @@ class Runner:
         """`call()` on a thread, awaited; `write`: it takes the write lock (its own pool)."""
         if self._closed:
             raise StoreClosedError(f"{self._name} is closed")
+        block = current_block(self.owner)
+        if block is not None:
+            return await block.run(call)
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()  # the caller's context vars (logging, tracing)
         pool = self._writes if write else self._pool
@@ -75,10 +96,12 @@ class Runner:
             raise
 
     def shutdown(self) -> None:
-        """No new calls; calls already running finish (the caller waits for them)."""
+        """No new calls (they raise `StoreClosedError`); every call already accepted, queued
+        or running, runs to its end first (the caller waits for them): a closing database
+        never turns a queued call into a `CancelledError` of a task nobody cancelled."""
         self._closed = True
-        self._writes.shutdown(wait=True, cancel_futures=True)
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._writes.shutdown(wait=True, cancel_futures=False)
+        self._pool.shutdown(wait=True, cancel_futures=False)
 
 
 class _Proxy(Protocol):

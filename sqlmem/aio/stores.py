@@ -14,10 +14,10 @@ from typing import Any
 from ..protocols import DocumentStore, FactStore, HistoryStore
 from .runner import Runner, off_loop
 
-__all__ = ["AsyncDocumentStore", "AsyncFactStore", "AsyncHistoryStore"]
+__all__ = ["AsyncDocumentStore", "AsyncFactStore", "AsyncHistoryStore", "AsyncStore"]
 
 
-class _AsyncStore:
+class AsyncStore:
     def __init__(self, store: Any, runner: Runner) -> None:
         self._store = store
         self._runner = runner
@@ -31,7 +31,7 @@ class _AsyncStore:
         return f"<{type(self).__name__} over {self._store!r}>"
 
 
-class AsyncHistoryStore(_AsyncStore):
+class AsyncHistoryStore(AsyncStore):
     """`HistoryStore`, awaited."""
 
     append = off_loop(HistoryStore.append, write=True)
@@ -49,7 +49,7 @@ class AsyncHistoryStore(_AsyncStore):
     search = off_loop(HistoryStore.search)
 
 
-class AsyncFactStore(_AsyncStore):
+class AsyncFactStore(AsyncStore):
     """`FactStore`, awaited."""
 
     index = off_loop(FactStore.index, write=True)
@@ -70,7 +70,7 @@ class AsyncFactStore(_AsyncStore):
     embed_pending = off_loop(FactStore.embed_pending)
 
 
-class AsyncDocumentStore(_AsyncStore):
+class AsyncDocumentStore(AsyncStore):
     """`DocumentStore`, awaited."""
 
     write = off_loop(DocumentStore.write, write=True)

@@ -117,7 +117,7 @@ def run_demo(args: argparse.Namespace, out: Output) -> int:
         raise CommandError(f"{data_dir}: exists and is not a folder")
     with MemoryFactory(data_dir, embedder=_offline_embedder()) as factory:
         db = factory.resolve(AGENT_ID)
-        if db is None:  # cannot happen: a factory with a data_dir gives every agent memory
+        if not isinstance(db, MemoryDB):  # cannot happen: a file factory gives every agent one
             raise CommandError(f"{data_dir}: the factory gave {AGENT_ID!r} no memory")
         data = _walk_through(db, data_dir)
     out.result(data, _demo_text)

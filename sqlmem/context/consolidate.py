@@ -24,10 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
+from ..protocols import Database
 from ..records import Message
+from ..rules.async_guard import refuse_async
 from ..rules.doc_render import DAILY_NOTE
 from .compactor import pair_safe_boundary
-from .llm_json import Workspace, ask_json, bool_field, format_message, one_line, stamp, text_field
+from .llm_json import ask_json, bool_field, format_message, one_line, stamp, text_field
 
 __all__ = ["ConsolidationResult", "Consolidator", "consolidate_daily_notes"]
 
@@ -99,12 +101,13 @@ class Consolidator:
 
     def __init__(
         self,
-        db: Workspace,
+        db: Database,
         complete: Callable[[str], str],
         *,
         memory_window: int = 50,
         keep_last: int = 10,
     ) -> None:
+        refuse_async(db, "Consolidator", "sqlmem.aio.Consolidator(adb, complete)")
         if not callable(complete):
             raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
         self.memory_window = _check_int("memory_window", memory_window, 0)
@@ -201,10 +204,11 @@ class Consolidator:
 
 
 def consolidate_daily_notes(
-    db: Workspace, complete: Callable[[str], str], *, days: int = 7
+    db: Database, complete: Callable[[str], str], *, days: int = 7
 ) -> ConsolidationResult:
     """MateClaw's daily emergence: the last `days` daily notes (by date) and MEMORY.md go to
     the model, which may replace MEMORY.md (a new revision)."""
+    refuse_async(db, "consolidate_daily_notes", "sqlmem.aio.consolidate_daily_notes")
     if not callable(complete):
         raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
     _check_int("days", days, 1)

@@ -41,6 +41,7 @@ from typing import Protocol
 from ..errors import InvalidArgumentError, SqlmemError
 from ..protocols import HistoryStore
 from ..records import Message
+from ..rules.async_guard import refuse_async
 from ..rules.window import drop_leading_tool_results
 from .compactor import CompactionResult, Compactor, Summarizer, message_tokens, pair_safe_boundary
 from .consolidate import Consolidator
@@ -93,6 +94,7 @@ class ContextWindow:
         consolidator: Consolidator | None = None,
         archive_uncovered: bool = False,
     ) -> None:
+        refuse_async(history, "ContextWindow", "sqlmem.aio.ContextWindow")
         self.max_input_tokens = _positive("max_input_tokens", max_input_tokens)
         if (
             isinstance(trigger_ratio, bool)

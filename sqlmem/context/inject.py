@@ -23,8 +23,9 @@ from itertools import zip_longest
 from typing import cast
 
 from ..errors import InvalidArgumentError
-from ..protocols import FactStore, SearchMode
+from ..protocols import FactStore, SearchMode, has_vector_search
 from ..records import Fact
+from ..rules.async_guard import refuse_async
 from .tokens import Estimator, estimate_tokens
 
 __all__ = ["MEMORY_HEADER", "bullet", "inject_memory", "search_mode_for", "stores_of"]
@@ -42,7 +43,7 @@ def bullet(content: str) -> str:
 
 def search_mode_for(store: FactStore) -> SearchMode:
     """Hybrid when the store has an embedder (SPEC 17), else BM25 "any"."""
-    return "hybrid" if getattr(store, "embedder", None) is not None else "any"
+    return "hybrid" if has_vector_search(store) else "any"
 
 
 def inject_memory(
@@ -58,6 +59,7 @@ def inject_memory(
     `""` also for a blank query and for `max_facts` or `max_tokens` of 0 or less, so the
     result can be concatenated into a prompt unconditionally.
     """
+    refuse_async(store, "inject_memory", "sqlmem.aio.inject_memory")
     if not isinstance(query, str):
         raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
     for name, value in (("max_facts", max_facts), ("max_tokens", max_tokens)):

@@ -11,29 +11,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from datetime import datetime, timezone
-from typing import Any, Protocol
+from typing import Any
 
-from ..protocols import DocumentStore, HistoryStore
 from ..records import Message
 
-__all__ = ["Workspace", "ask_json", "format_message", "one_line", "stamp"]
+__all__ = ["ask_json", "format_message", "one_line", "stamp"]
 
 _FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*\Z", re.S)
-
-
-class Workspace(Protocol):
-    """What the consolidators need of a database: `sqlmem.open()`'s `MemoryDB` and
-    `sqlmem.memory.open()`'s twins both qualify."""
-
-    @property
-    def history(self) -> HistoryStore: ...
-
-    @property
-    def docs(self) -> DocumentStore: ...
-
-    def atomic(self) -> AbstractContextManager[None]: ...
 
 
 def parse_object(text: object) -> tuple[dict[str, Any] | None, str | None]:

@@ -17,11 +17,12 @@ What goes back into the prompt is chosen in three steps:
    estimator the count of each trial is summed from its pieces' counts, which is exact for
    it (`tokens.dense_count`); a custom estimator sees each trial's whole text.
 
-Cost: a store with `layered_search` (the SQLite store, lexically) gives every layer's
-candidates from one ranked statement as stored rows (`sqlmem.sqlite.pack_search`), and
-only the items kept become `Fact`s; other stores (the twin, PostgreSQL, hybrid search)
-take one protocol search per layer. Both paths give the same pack
-(tests/unit/test_pack_layered.py). W8: ~2x one raw OR query at 100,000 facts, was ~5-9x.
+Cost: a store with the `LayeredSearch` capability (the SQLite store, lexically) gives
+every layer's candidates from one ranked statement as `FactCandidate`s over its stored
+rows (`sqlmem.sqlite.pack_search`), and only the items kept become `Fact`s; other stores
+(the twin, PostgreSQL, hybrid search) take one protocol search per layer. Both paths give
+the same pack (tests/unit/test_pack_layered.py). W8: ~2x one raw OR query at 100,000
+facts, was ~5-9x.
 """
 
 from __future__ import annotations
@@ -34,10 +35,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from ..protocols import FactStore
+from ..protocols import FactStore, has_layered_search
 from ..records import Fact
+from ..rules.async_guard import refuse_async
+from ..rules.candidates import FactCandidate, materialize
 from ..rules.encoding import dt_to_ms
-from ..rules.rows import facts_from_rows
 from .inject import bullet, search_mode_for, stores_of
 from .pack_config import LAYER_ORDER, PackConfig
 from .tokens import CHARS_PER_TOKEN, dense_count, estimate_tokens
@@ -49,8 +51,6 @@ _PAGE = 500  # list() page size when scanning a layer for its newest items
 _TITLES = {"semantic": "Semantic", "procedural": "Procedural", "episodic": "Episodic"}
 _TITLE = "# Memory\n"
 _HEADINGS = {layer: "\n## " + title + "\n" for layer, title in _TITLES.items()}
-# Stored-fact row columns (`rules.rows.facts_from_rows`), for `layered_search`'s rows.
-_ID, _CONTENT, _UPDATED, _CONFIDENCE, _SALIENCE, _FINGERPRINT, _RANK = 0, 1, 7, 10, 11, 14, 16
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,7 @@ def build_memory_pack(
     now: datetime | None = None,
 ) -> MemoryPack:
     """The memory pack for `query` from one store or several (SPEC 13)."""
+    refuse_async(store, "build_memory_pack", "sqlmem.aio.build_memory_pack")
     stores = stores_of(store)
     if not isinstance(query, str):
         raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
@@ -159,77 +160,30 @@ def _now_ms(now: datetime | None) -> int:
     return dt_to_ms(now)
 
 
-class _Candidate:
-    """What scoring, ordering and filling read of a candidate, and where its `Fact`
-    comes from: the store's Fact, or a stored row built into one only when selected."""
-
-    __slots__ = (
-        "confidence", "content", "fact", "id", "key", "layer", "recency", "relevance",
-        "row", "salience", "score", "search_score", "updated_ms",
-    )  # fmt: skip
-
-    def __init__(
-        self,
-        layer: str,
-        values: tuple[float | None, float, float, int, str, str, str],
-        fact: Fact | None,
-        row: Sequence[Any] | None,
-    ) -> None:
-        self.layer = layer
-        (self.search_score, self.salience, self.confidence, self.updated_ms, self.id,
-         fingerprint, self.content) = values  # fmt: skip
-        self.key = fingerprint or f"id:{self.id}"
-        self.fact, self.row = fact, row
-        self.score = self.relevance = self.recency = 0.0
-
-
-def _from_fact(layer: str, fact: Fact) -> _Candidate:
-    values = (
-        fact.score, fact.salience, fact.confidence, _ms(fact.updated_at), fact.id,
-        fact.fingerprint, fact.content,
-    )  # fmt: skip
-    return _Candidate(layer, values, fact, None)
-
-
-def _from_row(layer: str, row: Sequence[Any]) -> _Candidate:
-    """A stored-fact row (`rules.rows.facts_from_rows`' layout, bm25 or None last)."""
-    rank = row[_RANK]
-    values = (
-        None if rank is None else -rank, row[_SALIENCE], row[_CONFIDENCE], row[_UPDATED],
-        row[_ID], row[_FINGERPRINT], row[_CONTENT],
-    )  # fmt: skip
-    return _Candidate(layer, values, None, row)
+_Candidate = FactCandidate  # the pack's working object: scored in place
 
 
 def _store_candidates(
     store: FactStore, query: str, wants: dict[str, int], config: PackConfig
 ) -> dict[str, list[_Candidate]]:
-    """One store's candidates per layer: its `layered_search` when it has one (the
+    """One store's candidates per layer: its layered search when it has one (the
     SQLite store: one ranked statement for every layer), else one search per layer."""
-    layered = getattr(store, "layered_search", None)
-    if layered is not None and search_mode_for(store) == "any":
-        rows = layered(query, wants, min_confidence=config.min_confidence)
-        return {layer: [_from_row(layer, r) for r in rows[layer]] for layer in wants}
+    if search_mode_for(store) == "any" and has_layered_search(store):
+        return store.layered_candidates(query, wants, min_confidence=config.min_confidence)
     return {
-        layer: [_from_fact(layer, f) for f in _candidates(store, query, layer, want, config)]
+        layer: [
+            FactCandidate.of_fact(layer, f) for f in _candidates(store, query, layer, want, config)
+        ]
         for layer, want in wants.items()
     }
 
 
 def _pack_items(chosen: list[_Candidate]) -> tuple[PackItem, ...]:
-    """The selected candidates as PackItems: rows become Facts (unvalidated, the store
-    wrote them) only here, for the few items kept, in one call per kind of row."""
-    ranked = [c for c in chosen if c.fact is None and c.search_score is not None]
-    newest = [c for c in chosen if c.fact is None and c.search_score is None]
-    for group, facts in (
-        (ranked, facts_from_rows([c.row for c in ranked], ranked=True)),  # type: ignore[misc]
-        (newest, facts_from_rows([c.row[:-1] for c in newest], ranked=False)),  # type: ignore[index]
-    ):
-        for c, fact in zip(group, facts, strict=True):
-            c.fact = fact
+    """The selected candidates as PackItems, their Facts built only now."""
+    facts = materialize(chosen)
     return tuple(
-        PackItem(c.fact, c.layer, c.score, c.relevance, c.recency)  # type: ignore[arg-type]
-        for c in chosen
+        PackItem(fact, c.layer, c.score, c.relevance, c.recency)
+        for c, fact in zip(chosen, facts, strict=True)
     )
 
 

@@ -25,8 +25,10 @@ from datetime import date, datetime, timezone
 from typing import Any
 
 from ..errors import InvalidArgumentError, SqlmemError, StoreClosedError
+from ..protocols import Database
+from ..rules.async_guard import refuse_async
 from ..rules.documents import daily_path
-from .llm_json import Workspace, ask_json, bool_field, format_message, text_field
+from .llm_json import ask_json, bool_field, format_message, text_field
 
 __all__ = ["ExtractionOutcome", "WorkspaceExtractor"]
 
@@ -78,7 +80,7 @@ _gates: dict[Any, _Gate] = {}
 _twin_gates: weakref.WeakKeyDictionary[Any, _Gate] = weakref.WeakKeyDictionary()
 
 
-def _gate(db: Workspace) -> _Gate:
+def _gate(db: Database) -> _Gate:
     """The file's gate (every MemoryDB on one path shares it), or the object's for a twin."""
     path = getattr(db, "path", None)
     with _gates_lock:
@@ -101,7 +103,7 @@ class WorkspaceExtractor:
 
     def __init__(
         self,
-        db: Workspace,
+        db: Database,
         complete: Callable[[str], str],
         *,
         min_messages: int = 4,
@@ -110,6 +112,7 @@ class WorkspaceExtractor:
         skip_sources: Sequence[str] = ("cron",),
         max_transcript_messages: int = 30,
     ) -> None:
+        refuse_async(db, "WorkspaceExtractor", "sqlmem.aio.WorkspaceExtractor(adb, complete)")
         if not callable(complete):
             raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
         self.min_messages = _check_int("min_messages", min_messages)

@@ -4,8 +4,9 @@ A multi-agent program asks the factory for an agent's memory on every turn, from
 threads, and may run thousands of agents in one process. So:
 
 - Nothing is opened until an agent is first resolved; later resolves return the same
-  `MemoryDB`. An agent with memory disabled, unknown to `agents`, or with no folder to live
-  in resolves to None and nothing is created on disk.
+  `Database` (a `MemoryDB` for files, the backend's database with a backend). An agent
+  with memory disabled, unknown to `agents`, or with no folder to live in resolves to
+  None and nothing is created on disk.
 - The factory-wide lock only guards the bookkeeping dictionaries, never disk work. Each
   agent has a slot with its own lock, held while that agent's file is opened and migrated,
   so a slow open of one agent (a big migration, a busy file) never delays another.
@@ -40,7 +41,7 @@ from ..errors import (
     map_apsw_error,
     map_os_error,
 )
-from ..protocols import Embedder, FactStore, HistoryStore
+from ..protocols import Database, Embedder, FactStore, HistoryStore
 from ..rules.embedder import check_embedder
 from ..sqlite.db import MemoryDB
 from ..sqlite.engine import Engine
@@ -66,9 +67,9 @@ class Backend(Protocol):
     """Where agents live when not in files of their own: `sqlmem.postgres.PostgresBackend`
     (SPEC 19), whose databases are an agent's rows of one shared database."""
 
-    def open(self, agent_id: str, config: StoreConfig) -> Any: ...
+    def open(self, agent_id: str, config: StoreConfig) -> Database: ...
 
-    def open_scope(self, scope_id: str, config: StoreConfig) -> Any: ...
+    def open_scope(self, scope_id: str, config: StoreConfig) -> Database: ...
 
 
 def _open_db(path: Path, config: StoreConfig, **options: Any) -> MemoryDB:
@@ -81,19 +82,23 @@ class _Slot:
 
     `lock` is held by the thread opening the database; `db` is written under the factory
     lock and only read under it (or after taking `lock`, which orders it after the write).
+    `engine`: the SQLite engine of a file's database (what the `max_open` bound suspends);
+    None for a backend's.
     """
 
-    __slots__ = ("config", "db", "lock", "path")
+    __slots__ = ("config", "db", "engine", "lock", "path")
 
     def __init__(self, config: AgentMemoryConfig, path: Path) -> None:
         self.config = config
         self.path = path
         self.lock = threading.Lock()
-        self.db: MemoryDB | None = None
+        self.db: Database | None = None
+        self.engine: Engine | None = None
 
 
 class MemoryFactory:
-    """Hands out one `MemoryDB` per agent id; thread-safe; close it when done.
+    """Hands out one `Database` per agent id (a `MemoryDB`, or with a `backend` its
+    database); thread-safe; close it when done.
 
     `data_dir` (str, path or None) holds `agents/<agent_id>/memory.db` for agents without
     a folder of their own. `agents`, when given, is the complete list of agents with memory
@@ -141,11 +146,11 @@ class MemoryFactory:
 
     # -- resolving ----------------------------------------------------------------------
 
-    def resolve(self, agent_id: str) -> MemoryDB | None:
+    def resolve(self, agent_id: str) -> Database | None:
         """The agent's database, opened (and migrated) on first use; None if it has none."""
         return self._resolve(validate_agent_id(agent_id))
 
-    def resolve_scope(self, scope_id: str) -> MemoryDB:
+    def resolve_scope(self, scope_id: str) -> Database:
         """The database of a scope: memory that several agents share (one user's profile
         and preferences, a team's procedures), at `{data_dir}/scopes/{scope_id}/memory.db`.
 
@@ -163,7 +168,7 @@ class MemoryFactory:
         assert db is not None  # a scope always has a file when there is a data_dir
         return db
 
-    def _resolve(self, agent_id: str) -> MemoryDB | None:
+    def _resolve(self, agent_id: str) -> Database | None:
         """`resolve` for an agent id or a scope key (see `_SCOPE_KEY`)."""
         while True:
             with self._lock:
@@ -182,8 +187,8 @@ class MemoryFactory:
                         return None
             db = self._open_slot(agent_id, slot)
             if db is not None:
-                if self._backend is None:
-                    self._enforce_bound(keep=db.engine)
+                if slot.engine is not None:
+                    self._enforce_bound(keep=slot.engine)
                 return db
             # Another thread opened it, or reload()/close() replaced the slot: look again.
 
@@ -212,7 +217,7 @@ class MemoryFactory:
         self._paths[path] = agent_id
         return slot
 
-    def _open_slot(self, agent_id: str, slot: _Slot) -> MemoryDB | None:
+    def _open_slot(self, agent_id: str, slot: _Slot) -> Database | None:
         """Open the slot's database unless another thread did; None means "look again"."""
         with slot.lock:
             with self._lock:
@@ -237,22 +242,22 @@ class MemoryFactory:
                 if error is exc:
                     raise
                 raise error from exc
-            db.engine.on_reopen = self._on_reopen
-            db.engine.on_idle = self._on_idle
+            engine = db.engine
+            engine.on_reopen = self._on_reopen
+            engine.on_idle = self._on_idle
             with self._lock:
                 current = not self._closed and self._slots.get(agent_id) is slot
                 if current:
-                    slot.db = db
-                    self._live.add(db.engine)
+                    slot.db, slot.engine = db, engine
+                    self._live.add(engine)
             if not current:  # closed or reloaded while we were opening
                 db.close()
                 return None
             return db
 
-    def _keep_backend_db(self, agent_id: str, slot: _Slot, db: Any) -> MemoryDB | None:
-        """`_open_slot`'s ending for a backend's database (slot lock held). It is not a
-        `MemoryDB` but has what agents use of one: `.history`, `.facts`, `.config`,
-        `close()`, `closed`."""
+    def _keep_backend_db(self, agent_id: str, slot: _Slot, db: Database) -> Database | None:
+        """`_open_slot`'s ending for a backend's database (slot lock held): no engine of
+        ours to bound, its connections are the backend's pool."""
         with self._lock:
             current = not self._closed and self._slots.get(agent_id) is slot
             if current:
@@ -260,15 +265,15 @@ class MemoryFactory:
         if not current:  # closed or reloaded while we were opening
             db.close()
             return None
-        return db  # type: ignore[no-any-return]
+        return db
 
     def _forget(self, agent_id: str, slot: _Slot) -> None:
         """Drop a slot if it is still the agent's (factory lock held)."""
         if self._slots.get(agent_id) is slot:
             del self._slots[agent_id]
             del self._paths[slot.path]
-        if slot.db is not None and self._backend is None:
-            self._live.discard(slot.db.engine)
+        if slot.engine is not None:
+            self._live.discard(slot.engine)
 
     # -- configuration ------------------------------------------------------------------
 

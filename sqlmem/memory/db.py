@@ -18,14 +18,16 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..protocols import Embedder
+from . import maintenance
 from .docs import InMemoryDocumentStore
 from .facts import InMemoryFactStore
 from .history import InMemoryHistoryStore
+from .maintenance import CheckReport
 
 __all__ = ["InMemoryDB", "open"]
 
@@ -72,6 +74,20 @@ class InMemoryDB:
                 for twin, state in saved:
                     twin._restore(state)
                 raise
+
+    # -- maintenance (sqlmem.memory.maintenance) ------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """The counts the other backends report (`path` is ":memory:")."""
+        return maintenance.stats(self)
+
+    def check(self) -> CheckReport:
+        """What the twins keep redundant, checked against itself; `ok` when healthy."""
+        return maintenance.check(self)
+
+    def maintain(self) -> dict[str, Any]:
+        """Delete the expired facts; returns `{"expired_facts": n}`."""
+        return maintenance.maintain(self)
 
     def vacuum(self) -> None:
         """Deletes expired facts (what `MemoryDB.vacuum` does first; a twin keeps no bytes

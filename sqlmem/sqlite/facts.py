@@ -103,6 +103,7 @@ from .engine import Engine
 from .fts_any import AnyShortcut, capped_terms
 
 if TYPE_CHECKING:
+    from ..rules.candidates import FactCandidate
     from .vectors import FactVectors
 
 __all__ = ["SQLiteFactStore", "raw_match"]
@@ -459,6 +460,17 @@ class SQLiteFactStore:
         from .pack_search import layered_rows
 
         return layered_rows(self._engine, self._query_compiler(), query, wants, min_confidence)
+
+    def layered_candidates(
+        self, query: str, wants: Mapping[str, int], *, min_confidence: float = 0.0
+    ) -> dict[str, list[FactCandidate]]:
+        """`layered_search` as typed `FactCandidate`s (the `LayeredSearch` capability a
+        memory pack asks for): the same facts in the same order, the Facts built only for
+        the candidates kept."""
+        from .pack_search import layered_candidates
+
+        compiler = self._query_compiler()
+        return layered_candidates(self._engine, compiler, query, wants, min_confidence)
 
     def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
         filters = metadata_equal_filter(key, value)

@@ -30,6 +30,7 @@ from typing import Any
 import apsw
 
 from ..errors import InvalidArgumentError
+from ..rules.candidates import FactCandidate
 from ..rules.encoding import now_ms
 from ..rules.filters import NO_FILTERS, check_query
 from ..rules.items import check_layer, make_item_filters
@@ -39,10 +40,12 @@ from .engine import Engine
 from .fts_any import capped_terms
 from .fts_names import FACTS_FTS
 
-__all__ = ["LAYER_COLUMN", "layered_rows"]
+__all__ = ["LAYER_COLUMN", "layered_candidates", "layered_rows"]
 
 #: Where a row's layer is (`facts_sql`'s column list, as `facts_from_rows` reads it).
 LAYER_COLUMN = 8
+#: The other columns a pack reads before it builds a Fact (same list), and the bm25 after.
+_ID, _CONTENT, _UPDATED, _CONFIDENCE, _SALIENCE, _FINGERPRINT, _RANK = 0, 1, 7, 10, 11, 14, 16
 
 _LIVE = "(+f.expires_at IS NULL OR +f.expires_at > :now)"
 
@@ -105,6 +108,29 @@ def layered_rows(
         for layer in short:
             found[layer] = _one_layer(conn, match, layer, wanted[layer], floor, now)
     return found
+
+
+def layered_candidates(
+    engine: Engine,
+    compiler: QueryCompiler,
+    query: str,
+    wants: Mapping[str, int],
+    min_confidence: float,
+) -> dict[str, list[FactCandidate]]:
+    """`layered_rows` as typed candidates: the pack reads named fields, and builds the
+    `Fact`s of the rows it keeps only (`rules.candidates.materialize`)."""
+    found = layered_rows(engine, compiler, query, wants, min_confidence)
+    return {layer: [_candidate(layer, row) for row in rows] for layer, rows in found.items()}
+
+
+def _candidate(layer: str, row: Any) -> FactCandidate:
+    rank = row[_RANK]
+    ranked = rank is not None
+    return FactCandidate(
+        layer, -rank if ranked else None, row[_SALIENCE], row[_CONFIDENCE], row[_UPDATED],
+        row[_ID], row[_FINGERPRINT], row[_CONTENT], row=row if ranked else row[:-1],
+        ranked=ranked,
+    )  # fmt: skip
 
 
 def _step(

@@ -35,8 +35,10 @@ from ..errors import (
     StorageBusyError,
     StoreClosedError,
 )
+from ..protocols import Database
+from ..rules.async_guard import refuse_async
 from .catalog import GROUPS, TOOLS, ToolDef
-from .handlers import HANDLERS, Handler, ToolsDB
+from .handlers import HANDLERS, Handler
 from .schema import ArgumentError, validate
 
 __all__ = ["ErrorCode", "MemoryTools", "SpecStyle"]
@@ -63,11 +65,12 @@ class MemoryTools:
 
     def __init__(
         self,
-        db: ToolsDB,
+        db: Database,
         *,
         groups: Iterable[str] = GROUPS,
         read_only: bool = False,
     ) -> None:
+        refuse_async(db, "MemoryTools", "sqlmem.aio.MemoryTools(adb)")
         if isinstance(groups, str):
             raise InvalidArgumentError(f"groups must be a sequence of group names, not {groups!r}")
         chosen = tuple(dict.fromkeys(groups))

@@ -13,34 +13,17 @@ layer, score): every extra key costs tokens on every call.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import DocumentNotFoundError, FactNotFoundError, InvalidArgumentError
-from ..protocols import DocumentStore, FactStore, HistoryStore
+from ..protocols import Database
 from ..records import Fact, Message
 
-__all__ = ["HANDLERS", "Handler", "ToolsDB"]
+__all__ = ["HANDLERS", "Handler"]
 
 
-class ToolsDB(Protocol):
-    """What the tools need of a database: `sqlmem.open()`'s `MemoryDB` and
-    `sqlmem.memory.open()`'s twin both have it."""
-
-    @property
-    def facts(self) -> FactStore: ...
-
-    @property
-    def docs(self) -> DocumentStore: ...
-
-    @property
-    def history(self) -> HistoryStore: ...
-
-    def atomic(self) -> AbstractContextManager[None]: ...
-
-
-Handler = Callable[[ToolsDB, dict[str, Any]], dict[str, Any]]
+Handler = Callable[[Database, dict[str, Any]], dict[str, Any]]
 
 
 def _stamp(value: datetime | None) -> str | None:
@@ -59,7 +42,7 @@ def _fact_items(facts: list[Fact]) -> Iterator[dict[str, Any]]:
         }
 
 
-def save_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def save_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     fields = {k: v for k, v in args.items() if k != "confidence"}
     fields.update(_unit(args))
     fact = Fact(**fields)
@@ -74,7 +57,7 @@ def _unit(args: dict[str, Any]) -> dict[str, float]:
     return {k: float(args[k]) for k in ("confidence", "salience") if k in args}
 
 
-def search_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def search_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     query = args.get("query", "")
     top_k = args.get("top_k", 10)
     narrow: dict[str, Any] = {
@@ -89,15 +72,15 @@ def search_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
     return {"results": list(_fact_items(found))}
 
 
-def list_categories(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def list_categories(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     return {"categories": db.facts.categories()}
 
 
-def list_tags(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def list_tags(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     return {"tags": db.facts.tags()}
 
 
-def update_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def update_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     changes = {k: v for k, v in args.items() if k not in ("id", "confidence", "salience")}
     changes.update(_unit(args))
     if not changes:
@@ -122,7 +105,7 @@ def update_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def forget_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def forget_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     try:
         db.facts.delete(args["id"])
     except FactNotFoundError:
@@ -130,7 +113,7 @@ def forget_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
     return {"id": args["id"], "forgotten": True}
 
 
-def promote_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def promote_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     try:
         fact = db.facts.promote(args["id"], args["layer"])
     except FactNotFoundError:
@@ -138,7 +121,7 @@ def promote_memory(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
     return {"id": fact.id, "layer": fact.layer}
 
 
-def list_workspace_memory_files(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def list_workspace_memory_files(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     infos = db.docs.list(args.get("filename_prefix", ""))
     return {
         "files": [
@@ -154,7 +137,7 @@ def list_workspace_memory_files(db: ToolsDB, args: dict[str, Any]) -> dict[str, 
     }
 
 
-def read_workspace_memory_file(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def read_workspace_memory_file(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     doc = db.docs.read(args["filename"])
     if doc is None:
         raise DocumentNotFoundError(f"no workspace file {args['filename']!r}")
@@ -167,7 +150,7 @@ def read_workspace_memory_file(db: ToolsDB, args: dict[str, Any]) -> dict[str, A
     }
 
 
-def write_workspace_memory_file(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def write_workspace_memory_file(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     done = db.docs.write(args["filename"], args["content"])
     return {
         "created": done.created,
@@ -177,7 +160,7 @@ def write_workspace_memory_file(db: ToolsDB, args: dict[str, Any]) -> dict[str, 
     }
 
 
-def edit_workspace_memory_file(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def edit_workspace_memory_file(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     path = args["filename"]
     with db.atomic():  # the size reported is the one this edit left
         try:
@@ -201,7 +184,7 @@ def _message_item(message: Message) -> dict[str, Any]:
     }
 
 
-def search_conversations(db: ToolsDB, args: dict[str, Any]) -> dict[str, Any]:
+def search_conversations(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     found = db.history.search(
         args["query"], session_id=args.get("session_id"), top_k=args.get("top_k", 10)
     )

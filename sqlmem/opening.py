@@ -1,0 +1,139 @@
+"""`sqlmem.open(target)`: one opener for every backend.
+
+Why one: an agent's code should not change when its memory moves from a file to a
+server. The target says where the memory lives:
+
+- a filesystem path (str or `os.PathLike`): the SQLite file, created and migrated if
+  needed (what `sqlmem.open` always did);
+- `":memory:"`: the in-memory database (the twins, nothing written anywhere);
+- a `postgresql://` or `postgres://` URL with `agent_id`: that agent's rows of the shared
+  PostgreSQL database (needs the `postgres` extra).
+
+Every result is a `sqlmem.protocols.Database`. `agent_id` is what names an agent on a
+shared server; a file or the in-memory database holds one agent, so there the id is only
+checked (the same call works whatever the target). Other SQLite URIs (`file:...`) stay
+refused: WAL needs a plain file.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Literal, overload
+
+from .agent_ids import validate_agent_id
+from .errors import InvalidArgumentError, SqlmemError
+
+if TYPE_CHECKING:
+    from .config import StoreConfig
+    from .memory.db import InMemoryDB
+    from .protocols import Database, Embedder
+    from .sqlite.db import MemoryDB
+
+__all__ = ["MEMORY_TARGET", "is_postgres_url", "missing_postgres", "open"]
+
+#: The target that opens the in-memory database.
+MEMORY_TARGET = ":memory:"
+
+_URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(target: object) -> bool:
+    """Whether `target` names a PostgreSQL database (a `postgresql://` or `postgres://`
+    URL, the scheme in any case)."""
+    return isinstance(target, str) and target[:13].lower().startswith(_URL_SCHEMES)
+
+
+@overload
+def open(
+    target: Literal[":memory:"],
+    config: StoreConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+    agent_id: str | None = None,
+) -> InMemoryDB: ...
+
+
+@overload
+def open(
+    target: os.PathLike[str],
+    config: StoreConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+    agent_id: str | None = None,
+) -> MemoryDB: ...
+
+
+@overload
+def open(
+    target: str,
+    config: StoreConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+    agent_id: None = None,
+) -> MemoryDB | InMemoryDB: ...
+
+
+@overload
+def open(
+    target: str,
+    config: StoreConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+    agent_id: str,
+) -> Database: ...
+
+
+def open(
+    target: str | os.PathLike[str],
+    config: StoreConfig | None = None,
+    *,
+    embedder: Embedder | None = None,
+    agent_id: str | None = None,
+) -> Database:
+    """Open the memory at `target` (a path, ":memory:" or a PostgreSQL URL; see the
+    module docstring).
+
+    Typed for what each target can give: a `pathlib.Path` a `MemoryDB`, the literal
+    ":memory:" the in-memory database, a str without `agent_id` either of the two
+    (narrow with `isinstance` to reach SQLite-only methods such as `backup()`), a str
+    with `agent_id` any `Database` (PostgreSQL for a URL)."""
+    if agent_id is not None:
+        validate_agent_id(agent_id)
+    if is_postgres_url(target):
+        assert isinstance(target, str)
+        if agent_id is None:
+            raise InvalidArgumentError(
+                "agent_id is required with a PostgreSQL URL: one database holds every "
+                "agent's rows (sqlmem.open(url, agent_id='my-agent'))"
+            )
+        return _open_postgres(target, agent_id, config, embedder)
+    if isinstance(target, str) and target == MEMORY_TARGET:
+        from .memory.db import InMemoryDB
+
+        return InMemoryDB(config, embedder=embedder)
+    from .sqlite.db import MemoryDB
+
+    return MemoryDB(target, config, embedder=embedder)
+
+
+def _open_postgres(
+    url: str, agent_id: str, config: StoreConfig | None, embedder: Embedder | None
+) -> Database:
+    """That agent's database on the server at `url`, or `SqlmemError` naming the extra
+    when psycopg is missing."""
+    try:
+        from .postgres import open as open_postgres
+    except ModuleNotFoundError as exc:
+        error = missing_postgres(exc)
+        if error is exc:
+            raise
+        raise error from exc
+    return open_postgres(url, agent_id, config, embedder=embedder)
+
+
+def missing_postgres(exc: ModuleNotFoundError) -> Exception:
+    """The error for a failed import of `sqlmem.postgres`: `SqlmemError` naming the extra
+    when psycopg is what is missing, else the import error itself."""
+    if (exc.name or "").split(".")[0] not in ("psycopg", "psycopg_pool"):
+        return exc
+    return SqlmemError("PostgreSQL needs the 'postgres' extra: pip install 'sqlmem[postgres]'")
