@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         ConsolidationResult as ConsolidationResult,
         Consolidator as Consolidator,
         ContextWindow as ContextWindow,
+        ContradictionResolver as ContradictionResolver,
         ExtractionError as ExtractionError,
         ExtractionOutcome as ExtractionOutcome,
         Extractor as Extractor,
@@ -102,6 +103,9 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         Message as Message,
         ToolCall as ToolCall,
     )
+    from .rules.forget import (
+        ForgetReport as ForgetReport,
+    )
     from .sqlite.db import (
         CheckReport as CheckReport,
         MemoryDB as MemoryDB,
@@ -141,6 +145,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ConsolidationResult",
         "Consolidator",
         "ContextWindow",
+        "ContradictionResolver",
         "ExtractionError",
         "ExtractionOutcome",
         "Extractor",
@@ -184,6 +189,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "SearchMode",
     ),
     ".records": ("Fact", "Message", "ToolCall"),
+    ".rules.forget": ("ForgetReport",),
     ".sqlite.db": ("CheckReport", "MemoryDB"),
     ".tools": ("MemoryTools",),
 }

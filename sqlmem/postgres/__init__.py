@@ -23,6 +23,7 @@ from ..agent_ids import validate_agent_id
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StoreClosedError
 from ..rules.embedder import check_embedder
+from ..rules.forget import ForgetReport
 from .docs import PostgresDocumentStore
 from .engine import Engine, Pools
 from .facts import PostgresFactStore
@@ -158,6 +159,14 @@ class PostgresDB:
         or network calls."""
         with self._engine.atomic():
             yield
+
+    def forget(self, source: str) -> ForgetReport:
+        """As `MemoryDB.forget`: the source (a session id, `"msg:{session}#{seq}"`,
+        `"doc:{path}"` or a path ending in `.md`) and every fact derived only from it, in
+        one transaction (`sqlmem.postgres.forget`)."""
+        from .forget import forget
+
+        return forget(self, source)
 
     # -- maintenance (what differs from MemoryDB's: sqlmem.postgres.maintenance) --------
 

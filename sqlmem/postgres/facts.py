@@ -45,10 +45,11 @@ from ..rules.items import (
     make_item_filters,
     promotion,
 )
+from ..rules.resolve import Resolver, check_history_args, resolve_supersession
 from ..rules.rows import facts_from_rows
 from ..search.query import MAX_QUERY_TERMS, compiler_for
+from . import chains, items
 from . import facts_sql as sql
-from . import items
 from .codec import decode, encode
 from .engine import Conn, Engine
 from .fact_params import decoded, filter_params, rarest, row_params
@@ -99,10 +100,22 @@ class PostgresFactStore:
         vectors = self._vectors
         prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
-            self._upsert(conn, params, now_ms())
+            self._write_rows(conn, [row], params, now_ms())
             if prepared:
                 vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id
+
+    def _write_rows(
+        self, conn: Conn, rows: Sequence[FactRow], params: list[dict[str, Any]], now: int
+    ) -> None:
+        """Upsert `rows`, then place keyed (or moved chained) facts in their chains; the
+        corpus lock `_upsert` takes first serialises the chain's writers."""
+        keyed = any(r.key for r in rows)
+        conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))  # chains read under it
+        before = chains.stored_links(conn, self._agent, [p["id"] for p in params])
+        self._upsert(conn, params, now)
+        if keyed or before:
+            chains.place_rows(conn, self._agent, rows, before)
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
         if isinstance(facts, (str, bytes, Mapping)) or not isinstance(facts, Iterable):
@@ -114,7 +127,7 @@ class PostgresFactStore:
             vectors = self._vectors
             prepared = vectors.prepare(merged) if vectors is not None else None
             with self._engine.write() as conn:
-                self._upsert(conn, params, now_ms())
+                self._write_rows(conn, merged, params, now_ms())
                 if prepared:
                     vectors.write(conn, prepared)  # type: ignore[union-attr]
         return [r.id for r in rows]
@@ -143,9 +156,14 @@ class PostgresFactStore:
             else:
                 cur.executemany(sql.UPSERT, params)
 
-    def remember(self, fact: Fact) -> str:
-        """SPEC 12's upsert for memory writers: see `sqlmem.postgres.items`."""
+    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str:
+        """The upsert for memory writers (`sqlmem.postgres.items`); a fact with a key
+        takes its place in its key's chain; `resolver`: as on SQLite."""
         row = prepare_fact(fact)
+        if resolver is not None and not row.key:
+            old_id = resolve_supersession(self, resolver, fact)
+            if old_id is not None:
+                return self.supersede(old_id, fact)
         params = [self._params(row)]
         vectors = self._vectors
         prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
@@ -154,10 +172,49 @@ class PostgresFactStore:
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
             merged = items.remember(conn, self._agent, row, now)
             if merged is None:
-                self._upsert(conn, params, now)
+                self._write_rows(conn, [row], params, now)
                 if prepared:
                     vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id if merged is None else merged
+
+    def supersede(self, old_id: str, fact: Fact) -> str:
+        """Store `fact` right after `old_id` in its chain (as on SQLite)."""
+        is_fact_id(old_id)
+        row = prepare_fact(fact)
+        vectors = self._vectors
+        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
+        with self._engine.write() as conn:
+            now = now_ms()
+            conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
+            row, chain = chains.prepare_supersede(conn, self._agent, old_id, row, now)
+            fact_id = encode(row.id)
+            if chains.stored_links(conn, self._agent, [fact_id]):
+                chains.leave(conn, self._agent, fact_id)
+            self._upsert(conn, [self._params(row)], now)
+            chains.relink(conn, self._agent, fact_id, chain)
+            if prepared:
+                vectors.write(conn, prepared)  # type: ignore[union-attr]
+        return row.id
+
+    def history(self, *, key: str | None = None, id: str | None = None) -> list[Fact]:
+        """A chain, oldest first (as on SQLite)."""
+        chain_key = check_history_args(key, id)
+        params: dict[str, Any] = {"agent": self._agent, "now": now_ms()}
+        with self._engine.snapshot() as conn:
+            if chain_key is not None:
+                params["key"] = chain_key
+                rows = conn.execute(sql.HISTORY_BY_KEY, params).fetchall()
+                return facts_from_rows(decoded(rows), ranked=False)
+            params["id"] = encode(str(id))
+            found = conn.execute(sql.CHAIN_OF, params).fetchone()
+            if found is None:
+                return []
+            if found[0] is None:
+                rows = conn.execute(sql.SELECT_ONE, params).fetchall()
+            else:
+                params.update(chain=found[0], layer=found[1])
+                rows = conn.execute(sql.HISTORY_OF_CHAIN, params).fetchall()
+        return facts_from_rows(decoded(rows), ranked=False)
 
     def promote(self, fact_id: str, layer: str) -> Fact:
         layer = check_layer(layer)
@@ -277,6 +334,7 @@ class PostgresFactStore:
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]:
         if mode == "vector" or mode == "hybrid":
             filter_args = {
@@ -289,6 +347,7 @@ class PostgresFactStore:
                 "layer": layer,
                 "kind": kind,
                 "min_confidence": min_confidence,
+                "as_of": as_of,
             }
             return self._semantic(query, top_k, mode, filter_args)
         text = check_query(query, mode)
@@ -299,7 +358,7 @@ class PostgresFactStore:
             )
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
-        item_filters = make_item_filters(layer, kind, min_confidence)
+        item_filters = make_item_filters(layer, kind, min_confidence, as_of)
         terms = self._compiler.terms(text)
         if not terms or limit <= 0:
             return []
@@ -393,9 +452,10 @@ class PostgresFactStore:
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]:
         filters = make_filters(tags, category, source, since, until, metadata)
-        item_filters = make_item_filters(layer, kind, min_confidence)
+        item_filters = make_item_filters(layer, kind, min_confidence, as_of)
         limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []

@@ -14,6 +14,7 @@ from ..errors import InvalidArgumentError
 from ..protocols import Embedder
 from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
+from ..rules.forget import ForgetReport
 from ..rules.paths import absolute_path
 from . import backup, maintenance
 from .docs import SQLiteDocumentStore
@@ -233,6 +234,15 @@ class MemoryDB:
         (`purge.finish_purges`).
         """
         maintenance.vacuum(self._engine)
+
+    def forget(self, source: str) -> ForgetReport:
+        """Remove `source` (a session id, `"msg:{session}#{seq}"`, `"doc:{path}"` or a
+        path ending in `.md`) and every fact derived only from it, in one transaction;
+        returns the counts. After `vacuum()` no byte of any of it remains in the file
+        (`sqlmem.sqlite.forget`)."""
+        from .forget import forget
+
+        return forget(self._engine, source)
 
     def maintain(self) -> dict[str, Any]:
         """Periodic care without a rebuild: expire facts, finish interrupted purges, merge

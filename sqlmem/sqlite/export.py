@@ -112,7 +112,8 @@ def _facts(db: MemoryDB) -> Iterator[dict[str, Any]]:
             rows: list[Any] = conn.execute(EXPORT_FACTS_PAGE, params).fetchall()
         for row in rows:
             (_, fact_id, content, source, category, tags, meta, created, updated,
-             layer, kind, confidence, salience, refs, expires, fingerprint, hits) = row  # fmt: skip
+             layer, kind, confidence, salience, refs, expires, fingerprint, hits,
+             *_chain) = row  # fmt: skip
             yield {
                 "type": "fact",
                 "id": fact_id,

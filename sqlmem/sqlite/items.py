@@ -33,13 +33,14 @@ def remember(conn: apsw.Connection, row: FactRow, now: int) -> str | None:
     """Merge `row` into the oldest live fact of its layer with its fingerprint, inside
     the caller's write transaction; returns that fact's id, or None when `row` must be
     written as `index` writes it (its id is stored, or nothing matches)."""
-    if conn.execute(sql.ID_EXISTS, (row.id,)).fetchall():
-        return None
-    found: list[Any] = conn.execute(
-        sql.REMEMBER_FIND, {"fingerprint": row.fingerprint, "layer": row.layer, "now": now}
-    ).fetchall()
+    if row.valid_from_ms is not None or conn.execute(sql.ID_EXISTS, (row.id,)).fetchall():
+        return None  # a fact given its own valid time is a version of its own
+    params = {"fingerprint": row.fingerprint, "layer": row.layer, "now": now}
+    found: list[Any] = [
+        r[:-1] for r in conn.execute(sql.REMEMBER_FIND, params) if r[-1] == row.key
+    ]
     if not found:
-        return None
+        return None  # a text under another key is another slot's fact: no merge
     pk, fact_id, *stored = found[0]
     merged = merge_item(
         tuple(stored),

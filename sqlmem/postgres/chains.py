@@ -1,0 +1,140 @@
+"""Facts that change on PostgreSQL: placing facts in their chains inside the caller's
+write transaction (migrations/postgres/0005; the rules are `sqlmem.rules.chains`, and the
+statements those of `sqlmem.sqlite.chains` on the agent's rows).
+
+Every fact write of an agent takes its corpus row lock first (`facts_sql.LOCK_CORPUS`),
+so the chain is read and relinked by one writer at a time: two processes writing one key
+run one after the other and the later finds the earlier's fact. Ids are stored escaped
+(`codec.encode`); a chain name holds the escaped id. Deletes need nothing here: the
+facts_chain_splice trigger relinks the member before a deleted one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import FactNotFoundError, InvalidArgumentError
+from ..rules.chains import Link, chain_name, place, supersede_valid_from
+from ..rules.filters import FactRow
+from .codec import encode
+from .engine import Conn
+
+__all__ = ["leave", "place_rows", "prepare_supersede", "relink", "stored_links"]
+
+_ANY_CHAINED = "SELECT 1 FROM facts WHERE agent_id = %s AND chain IS NOT NULL LIMIT 1"
+_STORED_CHAINED = (
+    "SELECT id, chain, key, layer, coalesce(valid_from, created_at) FROM facts"
+    " WHERE agent_id = %s AND chain IS NOT NULL AND id = ANY(%s)"
+)
+_MEMBERS = (
+    "SELECT id, coalesce(valid_from, created_at), pk FROM facts"
+    " WHERE agent_id = %s AND chain = %s AND layer = %s AND id <> %s"
+)
+_OWN = (
+    "SELECT coalesce(valid_from, created_at), pk, layer FROM facts WHERE agent_id = %s AND id = %s"
+)
+_SET_OWN = (
+    "UPDATE facts SET chain = %s, valid_from = %s, valid_to = %s, superseded_by = %s"
+    " WHERE agent_id = %s AND id = %s"
+)
+_SET_PREVIOUS = "UPDATE facts SET valid_to = %s, superseded_by = %s WHERE agent_id = %s AND id = %s"
+_SPLICE_OUT = """
+UPDATE facts AS p SET valid_to = o.valid_to, superseded_by = o.superseded_by
+FROM facts AS o
+WHERE o.agent_id = %(agent)s AND o.id = %(id)s
+    AND p.agent_id = %(agent)s AND p.superseded_by = %(id)s
+"""
+_DETACH = (
+    "UPDATE facts SET chain = NULL, valid_to = NULL, superseded_by = NULL"
+    " WHERE agent_id = %s AND id = %s"
+)
+_OLD_FACT = """
+SELECT id, key, chain, layer, coalesce(valid_from, created_at) FROM facts
+WHERE agent_id = %(agent)s AND id = %(id)s AND (expires_at IS NULL OR expires_at > %(now)s)
+"""
+_JOIN_CHAIN = "UPDATE facts SET chain = %s, valid_from = %s WHERE agent_id = %s AND id = %s"
+
+
+def relink(conn: Conn, agent: str, fact_id: str, chain: str) -> None:
+    """Put the stored fact `fact_id` (escaped) in `chain` where its valid_from falls."""
+    own = conn.execute(_OWN, (agent, fact_id)).fetchone()
+    assert own is not None  # written in this transaction
+    valid_from, pk, layer = int(own[0]), int(own[1]), str(own[2])
+    members = [
+        Link(str(i), int(v), int(p))
+        for i, v, p in conn.execute(_MEMBERS, (agent, chain, layer, fact_id)).fetchall()
+    ]
+    placement = place(members, Link(fact_id, valid_from, pk))
+    nxt = placement.following
+    conn.execute(
+        _SET_OWN,
+        (
+            chain,
+            valid_from,
+            None if nxt is None else nxt.valid_from,
+            None if nxt is None else nxt.id,
+            agent,
+            fact_id,
+        ),
+    )
+    if placement.previous is not None:
+        conn.execute(_SET_PREVIOUS, (valid_from, fact_id, agent, placement.previous.id))
+
+
+def leave(conn: Conn, agent: str, fact_id: str) -> None:
+    conn.execute(_SPLICE_OUT, {"agent": agent, "id": fact_id})
+    conn.execute(_DETACH, (agent, fact_id))
+
+
+def stored_links(conn: Conn, agent: str, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """Chained facts among the (escaped) ids about to be written."""
+    if conn.execute(_ANY_CHAINED, (agent,)).fetchone() is None:
+        return {}
+    rows = conn.execute(_STORED_CHAINED, (agent, list(ids))).fetchall()
+    return {str(r[0]): tuple(r[1:]) for r in rows}
+
+
+def place_rows(
+    conn: Conn, agent: str, rows: Sequence[FactRow], before: dict[str, tuple[Any, ...]]
+) -> None:
+    """As `sqlite.chains.place_rows`."""
+    for row in rows:
+        fact_id = encode(row.id)
+        old = before.get(fact_id)
+        if old is not None:
+            chain, key, layer, valid_from = old
+            moved = (
+                key != row.key
+                or layer != row.layer
+                or (row.valid_from_ms is not None and row.valid_from_ms != valid_from)
+            )
+            if not moved:
+                continue
+            leave(conn, agent, fact_id)
+            if not row.key and key == "" and layer == row.layer:
+                relink(conn, agent, fact_id, str(chain))
+                continue
+        if row.key:
+            relink(conn, agent, fact_id, row.key)
+
+
+def prepare_supersede(
+    conn: Conn, agent: str, old_id: str, row: FactRow, now: int
+) -> tuple[FactRow, str]:
+    """As `sqlite.chains.prepare_supersede`: the row to write and its chain."""
+    found = conn.execute(_OLD_FACT, {"agent": agent, "id": encode(old_id), "now": now}).fetchone()
+    if found is None:
+        raise FactNotFoundError(f"no fact with id {old_id!r}")
+    _, key, chain, layer, old_from = found
+    if row.key and row.key != key:
+        raise InvalidArgumentError(
+            f"supersede keeps the old fact's key {key!r}; the new fact has key {row.key!r}"
+        )
+    if row.id == old_id:
+        raise InvalidArgumentError("a fact cannot supersede itself: give the new fact its own id")
+    if chain is None:
+        chain = chain_name(key, encode(old_id))
+        conn.execute(_JOIN_CHAIN, (chain, old_from, agent, encode(old_id)))
+    valid_from = supersede_valid_from(row.valid_from_ms, int(old_from), now)
+    return row._replace(key=key, layer=layer, valid_from_ms=valid_from), str(chain)
