@@ -20,7 +20,14 @@ from ..rules.filters import FactRow
 from .codec import encode
 from .engine import Conn
 
-__all__ = ["leave", "place_rows", "prepare_supersede", "relink", "stored_links"]
+__all__ = [
+    "leave",
+    "link_supersessions",
+    "place_rows",
+    "prepare_supersede",
+    "relink",
+    "stored_links",
+]
 
 _ANY_CHAINED = "SELECT 1 FROM facts WHERE agent_id = %s AND chain IS NOT NULL LIMIT 1"
 _STORED_CHAINED = (
@@ -117,6 +124,29 @@ def place_rows(
                 continue
         if row.key:
             relink(conn, agent, fact_id, row.key)
+
+
+def link_supersessions(conn: Conn, agent: str, pairs: Sequence[tuple[str, str | None]]) -> None:
+    """As `sqlite.chains.link_supersessions`, the ids escaped."""
+    for old_id, new_id in pairs:
+        if new_id is None:
+            continue
+        found = conn.execute(_CHAIN_AND_FROM, (agent, [old_id, new_id])).fetchall()
+        if len(found) != 2:
+            continue
+        by_id = {str(r[0]): r for r in found}
+        chain = by_id[old_id][1] or chain_name("", old_id)
+        if by_id[old_id][1] is None:
+            conn.execute(_JOIN_CHAIN, (chain, by_id[old_id][2], agent, old_id))
+        if by_id[new_id][1] != chain:
+            conn.execute(_JOIN_CHAIN, (chain, by_id[new_id][2], agent, new_id))
+            relink(conn, agent, new_id, chain)
+
+
+_CHAIN_AND_FROM = (
+    "SELECT id, chain, coalesce(valid_from, created_at) FROM facts"
+    " WHERE agent_id = %s AND id = ANY(%s) AND key = ''"
+)
 
 
 def prepare_supersede(

@@ -137,3 +137,10 @@ INSERT INTO document_revisions (agent_id, path, revision, size, updated_at, cont
 VALUES (%(agent)s, %(path)s, %(revision)s, %(size)s, %(updated)s, %(content)s)
 ON CONFLICT (agent_id, path, revision) DO NOTHING
 """
+
+#: Whether the agent has a fact with a key, a valid time or a link (the export is then
+#: format 3): probes of the partial indexes holding only such facts.
+ANY_CHANGING = """
+SELECT 1 WHERE EXISTS (SELECT 1 FROM facts WHERE agent_id = %s AND chain IS NOT NULL)
+    OR EXISTS (SELECT 1 FROM facts WHERE agent_id = %s AND valid_from IS NOT NULL)
+"""

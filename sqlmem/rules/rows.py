@@ -229,8 +229,8 @@ def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact
     for row in rows:
         if ranked:
             score = -row[-1]
-        (fact_id, content, source, category, tags, meta, created, updated,
-         layer, kind, confidence, salience, refs, expires, fingerprint, hits) = row[:16]  # fmt: skip
+        (fact_id, content, source, category, tags, meta, created, updated, layer,
+         kind, confidence, salience, refs, expires, fingerprint, hits) = row[:16]  # fmt: skip
         if len(row) >= _VALIDITY_END + ranked:
             key, valid_from, valid_to, successor = row[16:_VALIDITY_END]
         else:  # a row of the 0.2 columns: a fact in no chain

@@ -20,7 +20,7 @@ from ..errors import FactNotFoundError, InvalidArgumentError
 from ..rules.chains import Link, chain_name, place, supersede_valid_from
 from ..rules.filters import FactRow
 
-__all__ = ["place_rows", "prepare_supersede", "relink"]
+__all__ = ["link_supersessions", "place_rows", "prepare_supersede", "relink"]
 
 ANY_CHAINED = "SELECT 1 FROM facts WHERE chain IS NOT NULL LIMIT 1"
 #: Stored rows of a batch that are in a chain (an update may move them).
@@ -107,6 +107,31 @@ def place_rows(
                 continue
         if row.key:
             relink(conn, row.id, row.key)
+
+
+def link_supersessions(conn: apsw.Connection, pairs: Sequence[tuple[str, str | None]]) -> None:
+    """An import's facts without a key that name their successor (`superseded_by`): each
+    pair whose two facts are stored is linked as `supersede` links them (in file order, so
+    a chain's head comes first and names it)."""
+    for old_id, new_id in pairs:
+        if new_id is None:
+            continue
+        found: Any = conn.execute(_CHAIN_AND_FROM, (old_id, new_id)).fetchall()
+        if len(found) != 2:
+            continue  # one of them is not in the file or the store
+        by_id = {str(r[0]): r for r in found}
+        chain = by_id[old_id][1] or chain_name("", old_id)
+        if by_id[old_id][1] is None:
+            conn.execute(JOIN_CHAIN, (chain, by_id[old_id][2], old_id))
+        if by_id[new_id][1] != chain:
+            conn.execute(JOIN_CHAIN, (chain, by_id[new_id][2], new_id))
+            relink(conn, new_id, chain)
+
+
+_CHAIN_AND_FROM = (
+    "SELECT id, chain, coalesce(valid_from, created_at) FROM facts WHERE id IN (?, ?)"
+    " AND key = ''"
+)
 
 
 def prepare_supersede(

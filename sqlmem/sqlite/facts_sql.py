@@ -376,7 +376,7 @@ FROM facts AS f WHERE f.pk > :after AND {UNEXPIRED} ORDER BY f.pk LIMIT :limit
 # What an imported record is compared with (the stored values, in upsert's encoding).
 IMPORT_STORED_FACT = (
     "SELECT content, source, category, tags, metadata, layer, kind, confidence, salience,"
-    " refs, expires_at, hits, created_at, updated_at FROM facts WHERE id = ?"
+    " refs, expires_at, hits, created_at, key, valid_from, updated_at FROM facts WHERE id = ?"
 )
 
 # -- memory items (sqlite/items.py) -----------------------------------------------------------

@@ -321,7 +321,7 @@ HEADER = b'{"format": "sqlmem-export", "format_version": 1}\n'
         (["import", "{tmp}/ok.db", "{tmp}/missing.jsonl"], 1, "No such file or directory"),
         (["import", "{tmp}/ok.db", "{tmp}/bad-line.jsonl"], 1, "line 3: not valid JSON"),
         (["import", "{tmp}/ok.db", "{tmp}/bad-record.jsonl"], 1, "line 2: record.role"),
-        (["import", "{tmp}/new.db", "{tmp}/newer.jsonl"], 1, "format_version 3 is newer"),
+        (["import", "{tmp}/new.db", "{tmp}/newer.jsonl"], 1, "format_version 4 is newer"),
         (["import", "{tmp}/new.db", "{tmp}/text.db"], 1, "line 1: not valid JSON"),
         ([], 2, "a command is required"),
         (["frobnicate"], 2, "invalid choice"),
@@ -351,7 +351,7 @@ def test_bad_input_is_one_line_and_a_status(
     _write(tmp_path / "bad-line.jsonl", HEADER + b"\n{oops\n")
     _write(tmp_path / "bad-record.jsonl", HEADER + b'{"type": "message", "session_id": "s", '
            b'"seq": 1, "role": "robot"}\n')  # fmt: skip
-    _write(tmp_path / "newer.jsonl", b'{"format": "sqlmem-export", "format_version": 3}\n')
+    _write(tmp_path / "newer.jsonl", b'{"format": "sqlmem-export", "format_version": 4}\n')
     before = sorted(p.name for p in tmp_path.iterdir())
 
     args = [a.replace("{tmp}", str(tmp_path)) for a in argv]

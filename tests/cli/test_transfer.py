@@ -334,7 +334,7 @@ HEADER = json.dumps({"format": "sqlmem-export", "format_version": 1}).encode() +
     [
         ([], "empty import"),
         ([b'{"hello": 1}\n'], "line 1: not a sqlmem export"),
-        ([b'{"format": "sqlmem-export", "format_version": 3}\n'], "format_version 3 is newer"),
+        ([b'{"format": "sqlmem-export", "format_version": 4}\n'], "format_version 4 is newer"),
         ([HEADER, b"\n", b"{not json\n"], "line 3: not valid JSON"),
         ([HEADER, b'"a string"\n'], "line 2: a record must be a JSON object"),
         ([HEADER, b'{"type": "unicorn"}\n'], "line 2: unknown record type"),

@@ -126,3 +126,27 @@ def test_hybrid_is_used_when_the_store_has_an_embedder() -> None:
         )
         assert seen == [old]
         assert [f.id for f in db.facts.list()] == [new]
+
+
+def test_the_extractor_reads_an_optional_key(make_facts: MakeFacts) -> None:
+    from sqlmem import LLMExtractor, Message
+
+    store = make_facts()
+    answers = iter(
+        [
+            "[user.city] The user lives in Paris.\nThe user likes tea.",
+            "- [user.city] The user lives in Berlin.",
+        ]
+    )
+    extractor = LLMExtractor(lambda _prompt: next(answers))
+    said = [Message(role="user", content="hi")]
+    first = extractor.extract("s", said, store)
+    assert [(f.key, f.content) for f in first] == [
+        ("user.city", "The user lives in Paris."),
+        ("", "The user likes tea."),
+    ]
+    extractor.extract("s", said, store)
+    assert sorted(f.content for f in store.list()) == [
+        "The user likes tea.",
+        "The user lives in Berlin.",
+    ]
