@@ -269,3 +269,15 @@ def test_a_resolver_naming_a_superseded_fact_stores_the_fact_as_new(store: FactS
     newer = store.supersede(old, Fact(content="lives in Rome"))
     new = store.remember(Fact(content="lives in Oslo"), resolver=_Scripted(old))
     assert sorted(f.id for f in store.list()) == sorted([newer, new])
+
+
+def test_packs_and_injection_offer_live_facts_only(store: FactStore) -> None:
+    from sqlmem import build_memory_pack
+
+    store.remember(Fact(content="The user lives in Paris.", key="user.city"))
+    store.remember(Fact(content="The user lives in Berlin.", key="user.city"))
+    pack = build_memory_pack(store, "where does the user live")
+    assert [i.fact.content for i in pack.items] == ["The user lives in Berlin."]
+    assert "Paris" not in pack.text
+    empty_query = build_memory_pack(store, "")
+    assert [i.fact.content for i in empty_query.items] == ["The user lives in Berlin."]
