@@ -18,6 +18,7 @@ import apsw
 
 from ..errors import FactNotFoundError, InvalidArgumentError
 from ..rules.chains import Link, chain_name, place, supersede_valid_from
+from ..rules.encoding import dumps_json
 from ..rules.filters import FactRow
 
 __all__ = ["link_supersessions", "place_rows", "prepare_supersede", "relink"]
@@ -78,11 +79,13 @@ def leave(conn: apsw.Connection, fact_id: str) -> None:
     conn.execute(DETACH, (fact_id,))
 
 
-def stored_links(conn: apsw.Connection, ids_json: str) -> dict[str, tuple[Any, ...]]:
-    """Chained facts among the ids about to be written: (chain, key, layer, valid_from)."""
+def stored_links(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+    """Chained facts among the ids about to be written: (chain, key, layer, valid_from).
+    One probe of facts_chain when no fact is in a chain (the usual case)."""
     if not conn.execute(ANY_CHAINED).fetchall():
         return {}
-    return {str(r[0]): tuple(r[1:]) for r in conn.execute(STORED_CHAINED, (ids_json,))}
+    found = conn.execute(STORED_CHAINED, (dumps_json(list(ids)),))
+    return {str(r[0]): tuple(r[1:]) for r in found}
 
 
 def place_rows(

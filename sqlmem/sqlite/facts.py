@@ -159,7 +159,7 @@ class SQLiteFactStore:
     def _write_rows(self, conn: apsw.Connection, rows: Sequence[FactRow], now: int) -> None:
         """Upsert `rows`, then place keyed (or moved chained) facts in their chains."""
         keyed = any(r.key for r in rows)
-        before = chains.stored_links(conn, dumps_json([r.id for r in rows]))
+        before = chains.stored_links(conn, [r.id for r in rows])
         self._upsert(conn, rows, now)
         if keyed or before:
             chains.place_rows(conn, rows, before)
@@ -262,7 +262,7 @@ class SQLiteFactStore:
         with self._engine.write() as conn:
             now = now_ms()
             row, chain = chains.prepare_supersede(conn, old_id, row, now)
-            before = chains.stored_links(conn, dumps_json([row.id]))
+            before = chains.stored_links(conn, [row.id])
             if row.id in before:
                 chains.leave(conn, row.id)
             self._upsert(conn, [row], now)
