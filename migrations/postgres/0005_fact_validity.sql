@@ -9,9 +9,9 @@
 -- * ADD COLUMN with NULL or constant defaults rewrites no row: existing facts are in no
 --   chain and valid from their created_at. The indexes are partial: plain facts are in
 --   none of them.
--- * Writers of one chain serialise on a transaction-scoped advisory lock of the
---   (agent, chain) pair, taken before the chain is read (sqlmem.postgres.chains), so
---   two processes writing one key never leave two live facts.
+-- * Writers of one chain serialise on the agent's facts corpus row (corpus_stats), which
+--   every fact write locks before it reads the chain (sqlmem.postgres.chains), so two
+--   processes writing one key never leave two live facts.
 -- * facts_chain_splice: a deleted member's link passes to the member before it.
 ALTER TABLE facts
     ADD COLUMN key           text COLLATE "C" NOT NULL DEFAULT '',

@@ -51,7 +51,7 @@ FACT_COLUMNS = (
     " f.key, f.valid_from, f.valid_to, f.superseded_by"
 )
 
-#: What every read applies: expiry (SPEC 12), a fact is visible while its expires_at is
+#: What every read applies: expiry, a fact is visible while its expires_at is
 #: NULL or later than %(now)s (the caller's clock, the one the twin uses too), and valid
 #: time (`rules.chains`): not superseded by now, not valid only later.
 UNEXPIRED = "(f.expires_at IS NULL OR f.expires_at > %(now)s)"

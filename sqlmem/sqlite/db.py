@@ -16,7 +16,7 @@ from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
 from ..rules.forget import ForgetReport
 from ..rules.paths import absolute_path
-from . import backup, maintenance
+from . import backup, facts_sql, maintenance
 from .docs import SQLiteDocumentStore
 from .engine import Engine
 from .facts import SQLiteFactStore
@@ -28,13 +28,13 @@ from .vectors_sql import count_without_vectors
 
 __all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
 
-_STATS = """
+_STATS = f"""
 SELECT
     (SELECT count(*) FROM sessions WHERE typeof(session_id) = 'text'),  -- not detached
     (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
     (SELECT count(*) FROM messages)
         - (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
-    (SELECT count(*) FROM facts WHERE expires_at IS NULL OR expires_at > :now),
+    (SELECT count(*) FROM facts) - (SELECT count(*) FROM ({facts_sql.HIDDEN})),  -- live
     (SELECT count(*) FROM documents),
     (SELECT count(*) FROM kv WHERE expires_at IS NULL OR expires_at > :now),
     (SELECT count(*) FROM lg_checkpoints),

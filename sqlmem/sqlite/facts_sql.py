@@ -76,7 +76,7 @@ _COLUMNS = (
 #: A stored fact's columns, in the order `rules.rows.facts_from_rows` reads them.
 COLUMNS = _COLUMNS
 
-#: What every read applies (SPEC 12 expiry, and valid time, `rules.chains`): a fact is
+#: What every read applies (expiry, and valid time, `rules.chains`): a fact is
 #: visible while its expires_at is NULL or later than :now (bound by the caller, the
 #: clock the twin uses too) and it is valid now: not superseded by then (valid_to) and
 #: not valid only later (an explicit valid_from). Two shapes of it: LIVE tests a row

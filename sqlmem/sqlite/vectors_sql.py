@@ -134,7 +134,8 @@ def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> 
 
 
 def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:
-    """Live facts without a vector of `model` (of any model when None), for `stats()`."""
+    """Unexpired facts (superseded ones too) without a vector of `model` (of any model when
+    None), for `stats()` and `embed_pending`."""
     row: Any = conn.execute(WITHOUT_VECTORS, {"now": now_ms(), "model": model}).fetchall()
     return int(row[0][0])
 

@@ -102,3 +102,11 @@ def test_forgetting_an_unknown_session_changes_nothing(db: Database) -> None:
     db.facts.remember(Fact(content="derived", references=["msg:s#1"]))
     assert db.forget("unknown-session") == ForgetReport()
     assert len(_ids(db)) == 1 and db.history.count("s") == 2
+
+
+def test_stats_count_live_facts_and_every_fact_without_a_vector(db: Database) -> None:
+    db.facts.remember(Fact(content="lives in Paris", key="user.city"))
+    db.facts.remember(Fact(content="lives in Berlin", key="user.city"))
+    stats = db.stats()
+    assert stats["facts"] == 1  # the live one, as count() says
+    assert stats["facts_without_vectors"] == 2  # embed_pending embeds superseded facts too
