@@ -33,3 +33,14 @@ CREATE TRIGGER facts_chain_splice AFTER DELETE ON facts WHEN old.chain IS NOT NU
     UPDATE facts SET valid_to = old.valid_to, superseded_by = old.superseded_by
     WHERE superseded_by = old.id;
 END;
+
+-- facts_chain_move: an update that changes a chained fact's key, layer or valid_from
+-- (an update by id, a promotion) takes it out of its chain the same way; a fact with a
+-- key then joins its key's chain again where its valid_from falls (sqlite/chains.py).
+CREATE TRIGGER facts_chain_move AFTER UPDATE OF key, layer, valid_from ON facts
+WHEN old.chain IS NOT NULL AND (old.key IS NOT new.key OR old.layer IS NOT new.layer
+    OR old.valid_from IS NOT new.valid_from) BEGIN
+    UPDATE facts SET valid_to = old.valid_to, superseded_by = old.superseded_by
+    WHERE superseded_by = old.id;
+    UPDATE facts SET chain = NULL, valid_to = NULL, superseded_by = NULL WHERE pk = new.pk;
+END;

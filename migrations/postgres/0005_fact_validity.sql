@@ -35,3 +35,22 @@ $$;
 
 CREATE TRIGGER facts_chain_splice AFTER DELETE ON facts
 FOR EACH ROW WHEN (OLD.chain IS NOT NULL) EXECUTE FUNCTION sqlmem_fact_chain_splice();
+
+-- facts_chain_move: an update that changes a chained fact's key, layer or valid_from
+-- takes it out of its chain the same way (a fact with a key then joins its key's chain
+-- again, sqlmem.postgres.chains). BEFORE: the row leaves with the update itself.
+CREATE FUNCTION sqlmem_fact_chain_move() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE facts SET valid_to = OLD.valid_to, superseded_by = OLD.superseded_by
+    WHERE agent_id = OLD.agent_id AND superseded_by = OLD.id;
+    NEW.chain := NULL;
+    NEW.valid_to := NULL;
+    NEW.superseded_by := NULL;
+    RETURN NEW;
+END;
+$$;
+
+CREATE TRIGGER facts_chain_move BEFORE UPDATE OF key, layer, valid_from ON facts
+FOR EACH ROW WHEN (OLD.chain IS NOT NULL AND (OLD.key IS DISTINCT FROM NEW.key
+    OR OLD.layer IS DISTINCT FROM NEW.layer OR OLD.valid_from IS DISTINCT FROM NEW.valid_from))
+EXECUTE FUNCTION sqlmem_fact_chain_move();

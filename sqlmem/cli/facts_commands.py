@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..sqlite.db import open as open_db
-from .opening import existing_path, open_existing
-from .output import Output, fact_json, preview
+if TYPE_CHECKING:  # the stores load when a command runs: `sqlmem --help` stays light
+    from .output import Output
 
 __all__ = ["add_facts_commands", "parse_as_of", "run_fact_history", "run_forget"]
 
@@ -57,6 +56,9 @@ def add_facts_commands(commands: Any, command: Any, existing: Any) -> None:
 
 
 def run_fact_history(args: argparse.Namespace, out: Output) -> int:
+    from .opening import open_existing
+    from .output import fact_json
+
     with open_existing(args.path) as db:
         chain = db.facts.history(key=args.key, id=args.id)
     data = {"key": args.key, "id": args.id, "history": [fact_json(f) for f in chain]}
@@ -65,6 +67,8 @@ def run_fact_history(args: argparse.Namespace, out: Output) -> int:
 
 
 def _history_text(data: dict[str, Any]) -> Iterator[str]:
+    from .output import preview
+
     if not data["history"]:
         yield "no such fact" if data["id"] else f"no facts with key {data['key']!r}"
     for fact in data["history"]:
@@ -79,6 +83,9 @@ def _day(value: Any) -> str:
 
 
 def run_forget(args: argparse.Namespace, out: Output) -> int:
+    from ..sqlite.db import open as open_db
+    from .opening import existing_path
+
     with open_db(existing_path(args.path)) as db:
         report = db.forget(args.source)
     data = {"source": args.source, **report._asdict()}

@@ -16,7 +16,15 @@ from ..rules.chains import Link, chain_name, place, supersede_valid_from
 from ..rules.filters import FactRow
 from ..rules.items import is_live
 
-__all__ = ["ChainDoc", "leave", "place_row", "prepare_supersede", "relink", "splice_out"]
+__all__ = [
+    "ChainDoc",
+    "leave",
+    "moved",
+    "place_keyed",
+    "prepare_supersede",
+    "relink",
+    "splice_out",
+]
 
 
 class ChainDoc(Protocol):
@@ -68,27 +76,21 @@ def leave(docs: MutableMapping[str, Any], doc: ChainDoc) -> None:
     doc.chain = doc.valid_to = doc.superseded_by = None
 
 
-def place_row(
-    docs: MutableMapping[str, Any], doc: ChainDoc, before: tuple[Any, ...] | None
+def moved(
+    docs: MutableMapping[str, Any], doc: ChainDoc, key: str, layer: str, valid_from: int | None
 ) -> None:
-    """After `doc` was written from its row: as `sqlite.chains.place_rows` for one row
-    (`before`: its stored chain, key, layer and valid_from, when it was in a chain)."""
-    row = doc.row
-    if before is not None:
-        chain, key, layer, valid_from = before
-        moved = (
-            key != row.key
-            or layer != row.layer
-            or (row.valid_from_ms is not None and row.valid_from_ms != valid_from)
-        )
-        if not moved:
-            return
+    """The facts_chain_move trigger of the SQLite file: a chained fact whose key, layer
+    or valid_from changed (to these) leaves its chain."""
+    if doc.chain is not None and (
+        doc.row.key != key or doc.row.layer != layer or doc.valid_from != valid_from
+    ):
         leave(docs, doc)
-        if not row.key and key == "" and layer == row.layer:
-            relink(docs, doc, chain)
-            return
-    if row.key:
-        relink(docs, doc, row.key)
+
+
+def place_keyed(docs: MutableMapping[str, Any], doc: ChainDoc) -> None:
+    """A keyed fact not in a chain joins its key's chain (as `sqlite.chains.place_keyed`)."""
+    if doc.row.key and doc.chain is None:
+        relink(docs, doc, doc.row.key)
 
 
 def prepare_supersede(

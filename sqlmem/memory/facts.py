@@ -225,13 +225,11 @@ class InMemoryFactStore:
 
     def _put(self, row: FactRow, now: int, vector: Any = None) -> None:
         old = self._docs.get(row.id)
-        before = None
-        if old is not None and old.chain is not None:
-            stored_from = old.valid_from if old.valid_from is not None else old.created_ms
-            before = (old.chain, old.row.key, old.row.layer, stored_from)
+        if old is not None:  # an update: out of its chain when it moves (as on SQLite)
+            new_from = old.valid_from if row.valid_from_ms is None else row.valid_from_ms
+            chains.moved(self._docs, old, row.key, row.layer, new_from)
         self._store(row, now, vector)
-        if row.key or before is not None:
-            chains.place_row(self._docs, self._docs[row.id], before)
+        chains.place_keyed(self._docs, self._docs[row.id])
 
     def _store(self, row: FactRow, now: int, vector: Any = None) -> None:
         old = self._docs.get(row.id)
@@ -370,8 +368,10 @@ class InMemoryFactStore:
             doc = self._docs.get(fact_id) if is_fact_id(fact_id) else None
             if doc is not None and doc.unexpired(now):
                 if doc.row.layer != layer:
+                    chains.moved(self._docs, doc, doc.row.key, layer, doc.valid_from)
                     doc.row = doc.row._replace(layer=layer)
                     doc.updated_ms = now
+                    chains.place_keyed(self._docs, doc)
                 return doc.fact()
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
 
@@ -396,8 +396,10 @@ class InMemoryFactStore:
             ]
             found.sort(key=lambda d: (d.created_ms, d.pk))
             for doc in found:
+                chains.moved(self._docs, doc, doc.row.key, p["to_layer"], doc.valid_from)
                 doc.row = doc.row._replace(layer=p["to_layer"])
                 doc.updated_ms = now
+                chains.place_keyed(self._docs, doc)
             return [d.row.id for d in found]
 
     def expire(self) -> int:

@@ -6,13 +6,15 @@ Every fact write of an agent takes its corpus row lock first (`facts_sql.LOCK_CO
 so the chain is read and relinked by one writer at a time: two processes writing one key
 run one after the other and the later finds the earlier's fact. Ids are stored escaped
 (`codec.encode`); a chain name holds the escaped id. Deletes need nothing here: the
-facts_chain_splice trigger relinks the member before a deleted one.
+facts_chain_splice trigger relinks the member before a deleted one, and facts_chain_move
+takes a fact whose key, layer or valid_from an update changes out of its chain (a keyed
+one then joins its key's chain again, `place_keyed`): writes of facts without a key send
+no statement more than in 0.2.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from ..errors import FactNotFoundError, InvalidArgumentError
 from ..rules.chains import Link, chain_name, place, supersede_valid_from
@@ -20,20 +22,9 @@ from ..rules.filters import FactRow
 from .codec import encode
 from .engine import Conn
 
-__all__ = [
-    "leave",
-    "link_supersessions",
-    "place_rows",
-    "prepare_supersede",
-    "relink",
-    "stored_links",
-]
+__all__ = ["leave", "link_supersessions", "place_keyed", "prepare_supersede", "relink"]
 
-_ANY_CHAINED = "SELECT 1 FROM facts WHERE agent_id = %s AND chain IS NOT NULL LIMIT 1"
-_STORED_CHAINED = (
-    "SELECT id, chain, key, layer, coalesce(valid_from, created_at) FROM facts"
-    " WHERE agent_id = %s AND chain IS NOT NULL AND id = ANY(%s)"
-)
+_UNPLACED = "SELECT 1 FROM facts WHERE agent_id = %s AND id = %s AND chain IS NULL"
 _MEMBERS = (
     "SELECT id, coalesce(valid_from, created_at), pk FROM facts"
     " WHERE agent_id = %s AND chain = %s AND layer = %s AND id <> %s"
@@ -94,36 +85,11 @@ def leave(conn: Conn, agent: str, fact_id: str) -> None:
     conn.execute(_DETACH, (agent, fact_id))
 
 
-def stored_links(conn: Conn, agent: str, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
-    """Chained facts among the (escaped) ids about to be written."""
-    if conn.execute(_ANY_CHAINED, (agent,)).fetchone() is None:
-        return {}
-    rows = conn.execute(_STORED_CHAINED, (agent, list(ids))).fetchall()
-    return {str(r[0]): tuple(r[1:]) for r in rows}
-
-
-def place_rows(
-    conn: Conn, agent: str, rows: Sequence[FactRow], before: dict[str, tuple[Any, ...]]
-) -> None:
-    """As `sqlite.chains.place_rows`."""
-    for row in rows:
-        fact_id = encode(row.id)
-        old = before.get(fact_id)
-        if old is not None:
-            chain, key, layer, valid_from = old
-            moved = (
-                key != row.key
-                or layer != row.layer
-                or (row.valid_from_ms is not None and row.valid_from_ms != valid_from)
-            )
-            if not moved:
-                continue
-            leave(conn, agent, fact_id)
-            if not row.key and key == "" and layer == row.layer:
-                relink(conn, agent, fact_id, str(chain))
-                continue
-        if row.key:
-            relink(conn, agent, fact_id, row.key)
+def place_keyed(conn: Conn, agent: str, facts: Iterable[tuple[str, str]]) -> None:
+    """As `sqlite.chains.place_keyed` ((escaped id, key) pairs)."""
+    for fact_id, key in facts:
+        if key and conn.execute(_UNPLACED, (agent, fact_id)).fetchone() is not None:
+            relink(conn, agent, fact_id, key)
 
 
 def link_supersessions(conn: Conn, agent: str, pairs: Sequence[tuple[str, str | None]]) -> None:

@@ -61,6 +61,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresFactStore", "meta_jsonb"]
 
+#: Where a stored row (`facts_sql.FACT_COLUMNS`) holds the key.
+_KEY = 16
+
 
 class PostgresFactStore:
     """`FactStore` over one agent's rows of a PostgreSQL database; thread-safe."""
@@ -110,12 +113,10 @@ class PostgresFactStore:
     ) -> None:
         """Upsert `rows`, then place keyed (or moved chained) facts in their chains; the
         corpus lock `_upsert` takes first serialises the chain's writers."""
-        keyed = any(r.key for r in rows)
-        conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))  # chains read under it
-        before = chains.stored_links(conn, self._agent, [p["id"] for p in params])
         self._upsert(conn, params, now)
-        if keyed or before:
-            chains.place_rows(conn, self._agent, rows, before)
+        if any(r.key for r in rows):
+            keyed = [(p["id"], r.key) for r, p in zip(rows, params, strict=True)]
+            chains.place_keyed(conn, self._agent, keyed)
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
         if isinstance(facts, (str, bytes, Mapping)) or not isinstance(facts, Iterable):
@@ -188,8 +189,7 @@ class PostgresFactStore:
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
             row, chain = chains.prepare_supersede(conn, self._agent, old_id, row, now)
             fact_id = encode(row.id)
-            if chains.stored_links(conn, self._agent, [fact_id]):
-                chains.leave(conn, self._agent, fact_id)
+            chains.leave(conn, self._agent, fact_id)  # when the id names a chained fact
             self._upsert(conn, [self._params(row)], now)
             chains.relink(conn, self._agent, fact_id, chain)
             if prepared:
@@ -222,8 +222,11 @@ class PostgresFactStore:
             now = now_ms()
             params = {"agent": self._agent, "id": encode(fact_id), "layer": layer, "now": now}
             with self._engine.write() as conn:
-                conn.execute(sql.PROMOTE, params)
+                conn.execute(sql.PROMOTE, params)  # facts_chain_move: out of its chain
                 rows = conn.execute(sql.SELECT_ONE, params).fetchall()
+                if rows and rows[0][_KEY]:  # into its key's chain of the new layer
+                    chains.place_keyed(conn, self._agent, [(encode(fact_id), str(rows[0][_KEY]))])
+                    rows = conn.execute(sql.SELECT_ONE, params).fetchall()
             if rows:
                 return facts_from_rows(decoded(rows), ranked=False)[0]
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
@@ -240,6 +243,8 @@ class PostgresFactStore:
         params.update(agent=self._agent, now=now_ms())
         with self._engine.write() as conn:
             rows = conn.execute(sql.PROMOTE_ELIGIBLE, params).fetchall()
+            keyed = [(str(r[0]), str(r[3])) for r in rows if r[3]]
+            chains.place_keyed(conn, self._agent, keyed)
         rows.sort(key=lambda r: (r[1], r[2]))  # oldest first, as the twin orders them
         return [decode(r[0]) for r in rows]
 

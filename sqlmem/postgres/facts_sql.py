@@ -257,7 +257,7 @@ PROMOTE_ELIGIBLE = f"""
 UPDATE facts AS f SET layer = %(to_layer)s, updated_at = %(now)s
 WHERE f.agent_id = %(agent)s AND f.layer = %(from_layer)s
     AND f.confidence >= %(min_confidence)s AND f.hits >= %(min_hits)s AND {LIVE}
-RETURNING f.id, f.created_at, f.pk
+RETURNING f.id, f.created_at, f.pk, f.key
 """
 EXPIRE = """
 DELETE FROM facts WHERE agent_id = %(agent)s AND expires_at <= %(now)s RETURNING doc_len

@@ -5,30 +5,28 @@ Every function here runs under the writer's `BEGIN IMMEDIATE`: the chain is read
 relinked after the write lock is taken, so two processes writing one key run one after
 the other and the later finds the earlier's fact (never two live facts of one key). A
 placement reads the chain's members through facts_chain (a chain holds a slot's
-versions: a handful of rows) and updates two rows. Deletes need nothing here: the
-facts_chain_splice trigger relinks the member before a deleted one.
+versions: a handful of rows) and updates two rows. Deletes and moves need nothing here:
+the facts_chain_splice trigger relinks the member before a deleted fact, and
+facts_chain_move takes a fact whose key, layer or valid_from an update changed out of
+its chain (a keyed one then joins its key's chain again, `place_keyed`), so writes of
+facts without a key cost no statement more than in 0.2.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import apsw
 
 from ..errors import FactNotFoundError, InvalidArgumentError
 from ..rules.chains import Link, chain_name, place, supersede_valid_from
-from ..rules.encoding import dumps_json
 from ..rules.filters import FactRow
 
-__all__ = ["link_supersessions", "place_rows", "prepare_supersede", "relink"]
+__all__ = ["leave", "link_supersessions", "place_keyed", "prepare_supersede", "relink"]
 
-ANY_CHAINED = "SELECT 1 FROM facts WHERE chain IS NOT NULL LIMIT 1"
-#: Stored rows of a batch that are in a chain (an update may move them).
-STORED_CHAINED = (
-    "SELECT id, chain, key, layer, coalesce(valid_from, created_at) FROM facts"
-    " WHERE chain IS NOT NULL AND id IN (SELECT value FROM json_each(?))"
-)
+#: A keyed fact waiting for its place (a moved or new one has no chain).
+UNPLACED = "SELECT 1 FROM facts WHERE id = ? AND chain IS NULL"
 MEMBERS = (
     "SELECT id, coalesce(valid_from, created_at), pk FROM facts"
     " WHERE chain = ? AND layer = ? AND id <> ?"
@@ -79,37 +77,13 @@ def leave(conn: apsw.Connection, fact_id: str) -> None:
     conn.execute(DETACH, (fact_id,))
 
 
-def stored_links(conn: apsw.Connection, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
-    """Chained facts among the ids about to be written: (chain, key, layer, valid_from).
-    One probe of facts_chain when no fact is in a chain (the usual case)."""
-    if not conn.execute(ANY_CHAINED).fetchall():
-        return {}
-    found = conn.execute(STORED_CHAINED, (dumps_json(list(ids)),))
-    return {str(r[0]): tuple(r[1:]) for r in found}
-
-
-def place_rows(
-    conn: apsw.Connection, rows: Sequence[FactRow], before: dict[str, tuple[Any, ...]]
-) -> None:
-    """After an upsert of `rows`: keyed facts join their key's chain, and a stored chained
-    fact whose key, layer or valid_from changed moves (`before`: `stored_links`)."""
-    for row in rows:
-        old = before.get(row.id)
-        if old is not None:
-            chain, key, layer, valid_from = old
-            moved = (
-                key != row.key
-                or layer != row.layer
-                or (row.valid_from_ms is not None and row.valid_from_ms != valid_from)
-            )
-            if not moved:
-                continue
-            leave(conn, row.id)
-            if not row.key and key == "" and layer == row.layer:
-                relink(conn, row.id, str(chain))  # an unkeyed chain: a new valid_from
-                continue
-        if row.key:
-            relink(conn, row.id, row.key)
+def place_keyed(conn: apsw.Connection, facts: Iterable[tuple[str, str]]) -> None:
+    """After a write of (id, key) facts: each keyed fact not in a chain (new, or moved out
+    of its chain by the facts_chain_move trigger) joins its key's chain; one already
+    there stays where it is."""
+    for fact_id, key in facts:
+        if key and conn.execute(UNPLACED, (fact_id,)).fetchall():
+            relink(conn, fact_id, key)
 
 
 def link_supersessions(conn: apsw.Connection, pairs: Sequence[tuple[str, str | None]]) -> None:

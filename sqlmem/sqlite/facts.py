@@ -158,11 +158,9 @@ class SQLiteFactStore:
 
     def _write_rows(self, conn: apsw.Connection, rows: Sequence[FactRow], now: int) -> None:
         """Upsert `rows`, then place keyed (or moved chained) facts in their chains."""
-        keyed = any(r.key for r in rows)
-        before = chains.stored_links(conn, [r.id for r in rows])
         self._upsert(conn, rows, now)
-        if keyed or before:
-            chains.place_rows(conn, rows, before)
+        if any(r.key for r in rows):
+            chains.place_keyed(conn, ((r.id, r.key) for r in rows))
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
         return self._index_many(facts, keep_hits=False)
@@ -262,9 +260,7 @@ class SQLiteFactStore:
         with self._engine.write() as conn:
             now = now_ms()
             row, chain = chains.prepare_supersede(conn, old_id, row, now)
-            before = chains.stored_links(conn, [row.id])
-            if row.id in before:
-                chains.leave(conn, row.id)
+            chains.leave(conn, row.id)  # when the id names a fact in another chain
             self._upsert(conn, [row], now)
             chains.relink(conn, row.id, chain)
             if prepared:
@@ -319,8 +315,11 @@ class SQLiteFactStore:
             with self._engine.write() as conn:
                 now = now_ms()
                 params = {"id": fact_id, "layer": layer, "updated": now, "now": now}
-                conn.execute(sql.PROMOTE, params)
+                conn.execute(sql.PROMOTE, params)  # facts_chain_move: out of its chain
                 rows: list[Any] = conn.execute(sql.SELECT_BY_ID, params).fetchall()
+                if rows and rows[0][_KEY]:  # into its key's chain of the new layer
+                    chains.place_keyed(conn, [(fact_id, str(rows[0][_KEY]))])
+                    rows = conn.execute(sql.SELECT_BY_ID, params).fetchall()
             if rows:
                 return facts_from_rows(rows, ranked=False)[0]
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
@@ -597,3 +596,5 @@ class SQLiteFactStore:
 
 
 _SEARCH_UNFILTERED = sql.search_sql(NO_FILTERS.key)
+#: Where a stored row (`facts_sql.COLUMNS`) holds the key.
+_KEY = 16

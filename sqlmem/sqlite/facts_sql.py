@@ -405,7 +405,7 @@ PROMOTE = (
 PROMOTE_ELIGIBLE = (
     "UPDATE facts AS f SET layer = :to_layer, updated_at = :now"
     " WHERE f.layer = :from_layer AND f.confidence >= :min_confidence"
-    f" AND f.hits >= :min_hits AND {LIVE} RETURNING id, created_at, pk"
+    f" AND f.hits >= :min_hits AND {LIVE} RETURNING id, created_at, pk, key"
 )
 #: Rows the open hook fills (facts_fingerprint finds them: only '' has an empty prefix).
 ANY_UNFINGERPRINTED = f"SELECT 1 FROM facts WHERE {FINGERPRINT_KEY} = '' LIMIT 1"

@@ -19,6 +19,7 @@ from ..rules.filters import FactRow
 from ..rules.identity import fingerprint
 from ..rules.items import merge_item
 from . import facts_sql as sql
+from .chains import place_keyed
 
 if TYPE_CHECKING:
     from .writer import Writer
@@ -59,6 +60,9 @@ def promote_eligible(conn: apsw.Connection, params: dict[str, Any]) -> list[str]
     """Move every qualifying fact; their ids, oldest first (as the twin orders them)."""
     rows: list[Any] = conn.execute(sql.PROMOTE_ELIGIBLE, params).fetchall()
     rows.sort(key=lambda r: (r[1], r[2]))
+    # facts_chain_move took the chained ones out of their chains: keyed ones join their
+    # key's chain of the new layer
+    place_keyed(conn, [(str(r[0]), str(r[3])) for r in rows if r[3]])
     return [r[0] for r in rows]
 
 

@@ -281,3 +281,17 @@ def test_packs_and_injection_offer_live_facts_only(store: FactStore) -> None:
     assert "Paris" not in pack.text
     empty_query = build_memory_pack(store, "")
     assert [i.fact.content for i in empty_query.items] == ["The user lives in Berlin."]
+
+
+def test_promoting_a_keyed_fact_moves_it_to_that_layers_chain(store: FactStore) -> None:
+    a = store.remember(Fact(content="lives in A", key="k", layer="episodic", valid_from=day(1)))
+    b = store.remember(Fact(content="lives in B", key="k", layer="episodic", valid_from=day(2)))
+    s = store.remember(Fact(content="lives in S", key="k", layer="semantic", valid_from=day(1)))
+    store.promote(b, "semantic")
+    assert live_contents(store) == ["lives in A", "lives in B"]  # A live again in episodic
+    got = store.get(s)
+    assert got is not None and got.superseded_by == b
+    assert [f.id for f in store.history(id=b)] == [s, b]
+    assert [f.id for f in store.history(id=a)] == [a]
+    store.index(Fact(id=a, content="lives in A", key="", layer="episodic"))  # drops its key
+    assert [f.id for f in store.history(key="k")] == [s, b]
