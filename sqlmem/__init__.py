@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         ConsolidationResult as ConsolidationResult,
         Consolidator as Consolidator,
         ContextWindow as ContextWindow,
+        ContradictionResolver as ContradictionResolver,
         ExtractionError as ExtractionError,
         ExtractionOutcome as ExtractionOutcome,
         Extractor as Extractor,
@@ -106,6 +107,9 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         Message as Message,
         ToolCall as ToolCall,
     )
+    from .rules.forget import (
+        ForgetReport as ForgetReport,
+    )
     from .sqlite.db import (
         CheckReport as CheckReport,
         MemoryDB as MemoryDB,
@@ -148,6 +152,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ConsolidationResult",
         "Consolidator",
         "ContextWindow",
+        "ContradictionResolver",
         "ExtractionError",
         "ExtractionOutcome",
         "Extractor",
@@ -192,6 +197,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "SearchMode",
     ),
     ".records": ("Fact", "Message", "ToolCall"),
+    ".rules.forget": ("ForgetReport",),
     ".sqlite.db": ("CheckReport", "MemoryDB"),
     ".tools": ("MemoryTools",),
 }

@@ -23,6 +23,8 @@ from .doc_records import (
     RevisionInfo,
 )
 from .records import Fact, Message
+from .rules.forget import ForgetReport
+from .rules.resolve import Resolver
 
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
     import numpy as np
@@ -131,6 +133,7 @@ class FactStore(Protocol):
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]: ...
 
     def search_by_metadata(self, key: str, value: Any) -> builtins.list[Fact]: ...
@@ -149,6 +152,7 @@ class FactStore(Protocol):
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> builtins.list[Fact]: ...
 
     def tags(self) -> dict[str, int]: ...
@@ -157,7 +161,13 @@ class FactStore(Protocol):
 
     # 0.2 memory items (SPEC 12)
 
-    def remember(self, fact: Fact) -> str: ...
+    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str: ...
+
+    # 0.3 facts that change: chains by key, valid time
+
+    def supersede(self, old_id: str, fact: Fact) -> str: ...
+
+    def history(self, *, key: str | None = None, id: str | None = None) -> builtins.list[Fact]: ...
 
     def promote(self, fact_id: str, layer: str) -> Fact: ...
 
@@ -313,6 +323,8 @@ class Database(Protocol):
     def check(self) -> CheckResult: ...
 
     def maintain(self) -> dict[str, Any]: ...
+
+    def forget(self, source: str) -> ForgetReport: ...
 
     def close(self) -> None: ...
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, SqlmemError
 from ..protocols import CheckResult, Database, Embedder, is_closed
+from ..rules.forget import ForgetReport
 from .atomic import AsyncAtomic
 
 if TYPE_CHECKING:
@@ -105,6 +106,10 @@ class AsyncMemoryDB:
 
     async def maintain(self) -> dict[str, Any]:
         return await self._runner.run(self._db.maintain)
+
+    async def forget(self, source: str) -> ForgetReport:
+        """`Database.forget`, awaited."""
+        return await self._runner.run(functools.partial(self._db.forget, source))
 
     async def vacuum(self) -> None:
         db = self._db

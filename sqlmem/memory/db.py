@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..protocols import Embedder
+from ..rules.forget import ForgetReport
 from . import maintenance
 from .docs import InMemoryDocumentStore
 from .facts import InMemoryFactStore
@@ -103,6 +104,13 @@ class InMemoryDB:
     def maintain(self) -> dict[str, Any]:
         """Delete the expired facts; returns `{"expired_facts": n}`."""
         return maintenance.maintain(self)
+
+    def forget(self, source: str) -> ForgetReport:
+        """As `MemoryDB.forget`: the source and every fact derived only from it, all or
+        nothing (`sqlmem.memory.forget`)."""
+        from .forget import forget
+
+        return forget(self, source)
 
     def vacuum(self) -> None:
         """Deletes expired facts (what `MemoryDB.vacuum` does first; a twin keeps no bytes

@@ -74,10 +74,10 @@ def maintain(db: InMemoryDB) -> dict[str, Any]:
 
 
 def _facts_without_vectors(db: InMemoryDB) -> int:
-    """Live facts with no vector (as the other backends count them: every fact when
-    there is no embedder)."""
+    """Unexpired facts (superseded ones too: `as_of` searches rank them) with no vector, as
+    the other backends count them: every fact when there is no embedder."""
     now = now_ms()
-    return sum(1 for d in db.facts._docs.values() if d.live(now) and d.vector is None)
+    return sum(1 for d in db.facts._docs.values() if d.unexpired(now) and d.vector is None)
 
 
 def _session_problems(db: InMemoryDB) -> list[str]:
