@@ -39,11 +39,13 @@ __all__ = [
     "DocumentStore",
     "Embedder",
     "FactStore",
+    "Forgetting",
     "HistoryStore",
     "LayeredSearch",
     "QueryEmbedder",
     "SearchMode",
     "VectorSearch",
+    "has_forgetting",
     "has_layered_search",
     "has_vector_search",
     "is_closed",
@@ -324,8 +326,6 @@ class Database(Protocol):
 
     def maintain(self) -> dict[str, Any]: ...
 
-    def forget(self, source: str) -> ForgetReport: ...
-
     def close(self) -> None: ...
 
     def __enter__(self) -> Self: ...
@@ -371,6 +371,21 @@ class VectorSearch(Protocol):
 
     @property
     def embedder(self) -> Embedder | None: ...
+
+
+@runtime_checkable
+class Forgetting(Protocol):
+    """A database that forgets a source and what was derived only from it: a session, a
+    message (`"msg:{session}#{seq}"`) or a document (`"doc:{path}"`), and every fact whose
+    references all point into it, in one transaction. SQLite's, the in-memory and
+    PostgreSQL's databases all have it; a database of a third party need not."""
+
+    def forget(self, source: str) -> ForgetReport: ...
+
+
+def has_forgetting(db: object) -> TypeGuard[Forgetting]:
+    """Whether `db` can `forget(source)`."""
+    return _has(Forgetting, db)
 
 
 def has_layered_search(store: object) -> TypeGuard[LayeredSearch]:

@@ -109,4 +109,4 @@ def test_stats_count_live_facts_and_every_fact_without_a_vector(db: Database) ->
     db.facts.remember(Fact(content="lives in Berlin", key="user.city"))
     stats = db.stats()
     assert stats["facts"] == 1  # the live one, as count() says
-    assert stats["facts_without_vectors"] == 2  # embed_pending embeds superseded facts too
+    assert stats["facts_without_vectors"] == 0  # no embedder: nothing waits for embed_pending
