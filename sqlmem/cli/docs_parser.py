@@ -1,4 +1,4 @@
-"""The grammar of `sqlmem docs PATH ACTION ...` (SPEC 14), one small function per action."""
+"""The grammar of `sqlmem docs PATH ACTION ...`, one small function per action."""
 
 from __future__ import annotations
 

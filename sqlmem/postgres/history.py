@@ -12,7 +12,7 @@ messages first takes the agent's `corpus_stats` row (messages), which keeps the 
 statistics exact and orders the locks (statistics, then session), so writers cannot
 deadlock. An append (or append_many) is one statement doing all of this
 (`history_sql.APPEND`), in autocommit its own transaction: one round trip after the
-pool's liveness check, where it took eight (issue 21's speed pass). Compaction moves
+pool's liveness check, where it once took eight. Compaction moves
 `archived_seq` only, as in SQLite; the pair-safe rules are `sqlmem.rules.window`'s.
 0.2's `pop` deletes the newest active message and leaves
 `last_seq` alone (a seq is never handed out twice), so seqs may have holes: `holes`
@@ -26,7 +26,7 @@ a second statement of the append's transaction, the model run before it), and se
 offers modes "vector" and "hybrid" as on SQLite.
 
 Unlike the SQLite store, messages are always indexed: `history_search=False` only makes
-`search` refuse, as SPEC 5 requires.
+`search` refuse, as it does on SQLite.
 """
 
 from __future__ import annotations

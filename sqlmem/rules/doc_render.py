@@ -1,4 +1,4 @@
-"""The two prompt blocks made of workspace documents (SPEC 14), in their exact formats.
+"""The two prompt blocks made of workspace documents, in their exact formats.
 
 Both backends pass their documents in and return what these functions make, so a prompt
 reads the same whichever store holds the files.
@@ -33,7 +33,7 @@ def daily_day(path: str) -> date | None:
 
 
 def render_files(documents: Iterable[tuple[str, str]]) -> str:
-    """MateClaw's system-prompt block: `(path, content)` of the enabled documents, in
+    """The system-prompt block of the prompt files: `(path, content)` of the enabled documents, in
     `(sort_order, path)` order, each as `--- {path} ---\\n{content}\\n`, a blank line
     between; "" when there are none."""
     return "\n".join(f"--- {path} ---\n{content}\n" for path, content in documents)
@@ -81,7 +81,7 @@ def _note(day: date, content: str) -> str:
 
 
 def memory_context(memory: str | None, notes: Mapping[date, str], today: date, first: date) -> str:
-    """golemcore's block: `## Long-term Memory` (MEMORY.md), `## Today's Notes` and
+    """The memory-and-notes block: `## Long-term Memory` (MEMORY.md), `## Today's Notes` and
     `## Recent Context` (the notes of the days from `first` to yesterday, newest first,
     each under `### {day}`). A section is present only when it has text; "" when none.
 

@@ -86,7 +86,8 @@ __all__ = [
 #: The largest seq a message can get: SQLite's largest integer. Appends never reach it in
 #: practice; an imported seq can be at most `rules.export_format.MAX_IMPORTED_SEQ` (2**62), so
 #: 2**62 appends always fit after an import. A session whose counter would pass it refuses
-#: the append with nothing written (issue 23 item 7).
+#: the append with nothing written (an imported 2**63-1 once made the next
+#: append commit a float seq).
 MAX_SEQ = sql.MAX_SEQ
 
 #: LIMIT values are bound as 64-bit ints; anything larger means "all".

@@ -121,7 +121,7 @@ def vacuum(engine: Engine) -> None:
     FTS5 index, re-sample statistics, rebuild the file, then empty the WAL (why each:
     `MemoryDB.vacuum`)."""
     engine.refuse_maintenance_if_read_only()  # before finish_purges writes
-    with engine.write() as conn:  # expired facts first (SPEC 12): their bytes go too
+    with engine.write() as conn:  # expired facts first: their bytes go too
         conn.execute(EXPIRE, {"now": now_ms()})
     finish_purges(engine)
     with engine.writer_connection() as conn:
