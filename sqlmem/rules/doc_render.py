@@ -6,13 +6,13 @@ reads the same whichever store holds the files.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Iterable, Mapping
 from datetime import date, timedelta
 from typing import Any
 
 from ..errors import InvalidArgumentError
+from .checks import check_count
 from .documents import check_day
 
 __all__ = ["DAILY_NOTE", "check_recent_days", "daily_day", "memory_context", "render_files"]
@@ -40,12 +40,9 @@ def render_files(documents: Iterable[tuple[str, str]]) -> str:
 
 
 def check_recent_days(value: Any) -> int:
-    if isinstance(value, bool):
-        raise InvalidArgumentError("recent_days must be an integer, not bool")
-    try:
-        days = operator.index(value)
-    except TypeError:
-        raise InvalidArgumentError("recent_days must be an integer") from None
+    """Any integer type (numpy's too), never a bool, >= 0; the integer rule every count
+    follows (`check_count`)."""
+    days = check_count(value, "recent_days")
     if days < 0:
         raise InvalidArgumentError(f"recent_days must be >= 0, got {days}")
     return min(days, 3_650_000)  # past year 9999 either way
