@@ -1,4 +1,4 @@
-"""The DocumentStore contract (SPEC 14), run against the SQLite store and the twin."""
+"""The DocumentStore contract, run against every backend."""
 
 from __future__ import annotations
 
