@@ -65,6 +65,7 @@ class InMemoryDB:
         #: This thread's open block: work for after it ends (`after`, None outside one).
         self._block = threading.local()
         self.facts._open_block = lambda: getattr(self._block, "after", None)
+        self.history._open_block = self.facts._open_block
         self._closed = False
 
     @contextmanager
