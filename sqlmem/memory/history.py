@@ -161,7 +161,7 @@ class InMemoryHistoryStore:
     def _insert(self, session_id: str, items: list[Message]) -> list[int]:
         # The model runs here, with no lock held; inside an atomic() block (which holds the
         # lock) only known vectors are taken, and the rest filled once the block has ended.
-        block = self._open_block()
+        block = self._open_block() if self._embedding is not None else None
         vectors = vectors_for(self._embedding, items, run_model=block is None)
         if block is not None and any(
             v is None and message_needs_vector(m.content)

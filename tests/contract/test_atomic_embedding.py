@@ -159,3 +159,16 @@ def test_a_failing_embedder_after_the_block_keeps_the_facts(
     with caplog.at_level(logging.WARNING, logger="sqlmem"), db.atomic():
         db.facts.index(Fact(id="a", content="red apples"))
     assert db.facts.count() == 1 and "stored without vectors" in caplog.text
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "memory"])
+def test_appends_inside_atomic_without_an_embedder_need_no_vectors(
+    backend: str, tmp_path: Path
+) -> None:
+    """Regression: the in-memory database scheduled a vector fill after a block that had
+    appended a message, with no embedder to fill it with, and the block's end raised."""
+    db: Any = sqlmem.memory.open() if backend == "memory" else sqlmem.open(tmp_path / "m.db")
+    with db:
+        with db.atomic():
+            db.history.append("s", Message(role="user", content="in the block"))
+        assert [m.content for m in db.history.get_all("s")] == ["in the block"]
