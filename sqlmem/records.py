@@ -1,4 +1,4 @@
-"""The records users write and read: messages, tool calls and facts (SPEC 4).
+"""The records users write and read: messages, tool calls and facts.
 
 Input is validated here, strictly: a field takes its declared type and nothing pydantic
 would convert into it (`b"x"` or `5` for a str, `"1"` or `1` for a bool, `"3"` for an
@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
-#: A memory item's layer (SPEC 12): recent events, durable facts, stable know-how.
+#: A memory item's layer: recent events, durable facts, stable know-how.
 Layer = Literal["episodic", "semantic", "procedural"]
 LAYERS: tuple[Layer, ...] = ("episodic", "semantic", "procedural")
 MAX_KIND_LEN = 64
@@ -253,7 +253,7 @@ class Message(_Record):
 class Fact(_Record):
     """One long-term fact. An empty `id` is replaced by a generated one.
 
-    0.2 memory-item state (SPEC 12): `layer`, `kind`, `confidence`, `salience`,
+    0.2 memory-item state: `layer`, `kind`, `confidence`, `salience`,
     `references`, `expires_at`; `fingerprint` and `hits` are output only: the fingerprint
     is always computed from `content` (here, and again by the store on write), `hits` is
     counted by the store (what a caller puts there is ignored by `index` and `remember`,

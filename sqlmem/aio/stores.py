@@ -1,4 +1,4 @@
-"""The async stores: each method of the sync protocol, awaited (SPEC 18).
+"""The async stores: each method of the sync protocol, awaited.
 
 Every method is the protocol's own, run off the event loop by `runner.off_loop`, so names,
 arguments, results and errors are exactly the sync ones. `len(store)` has no async form:

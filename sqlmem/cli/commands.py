@@ -172,7 +172,7 @@ def _unindexed_note(db: MemoryDB, session: str | None, path: str) -> str | None:
     """Say that search cannot see messages stored with history search off.
 
     Opening the file with search on indexes them (the open hook), but that is a write,
-    which a read-only command never does (SPEC 10): the user is told instead.
+    which a read-only command never does: the user is told instead.
     """
     with db.engine.read() as conn:
         rows: list[Any] = conn.execute(_UNINDEXED, (session,)).fetchall()

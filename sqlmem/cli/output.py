@@ -138,7 +138,7 @@ def fact_json(fact: Fact) -> dict[str, Any]:
         "metadata": fact.metadata,
         "created_at": fact.created_at,
         "updated_at": fact.updated_at,
-        # 0.2 memory items (SPEC 12)
+        # 0.2 memory items
         "layer": fact.layer,
         "kind": fact.kind,
         "confidence": fact.confidence,

@@ -161,7 +161,7 @@ class LLMExtractor:
         ]
         if store is None:
             return facts
-        # Through `remember` (SPEC 12): a fact already stored under its id is left as it
+        # Through `remember`: a fact already stored under its id is left as it
         # is; one stored under another id with the same fingerprint (written by another
         # writer, or phrased differently) is merged into, its hits counted, and is not
         # new; only facts inserted under their own id are returned.

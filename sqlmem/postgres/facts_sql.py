@@ -1,7 +1,7 @@
 """SQL text of the PostgreSQL fact store. Every statement names one agent_id (Citus: one
 shard); values are always bound. The filters' WHERE fragments are constants picked by
 `Filters.key` and `ItemFilters.key` and joined by a cached builder, so each filter
-combination is one text. Every read skips expired facts (`LIVE`, SPEC 12).
+combination is one text. Every read skips expired facts (`LIVE`).
 """
 
 from __future__ import annotations

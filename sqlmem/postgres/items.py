@@ -1,4 +1,4 @@
-"""Memory items on PostgreSQL (SPEC 12): remember's merge and the open hook that fills
+"""Memory items on PostgreSQL: remember's merge and the open hook that fills
 fingerprints. `PostgresFactStore`'s methods call these inside their write transactions.
 
 Every writer of an agent's facts first takes the agent's `corpus_stats` row (facts), so

@@ -35,9 +35,9 @@ relinks facts without a key that `superseded_by` names. An export holding neithe
 written as version 2, which a 0.2 reader reads; a 0.2 reader refuses a version 3 file at
 its header, before writing anything.
 
-A vector record (0.2, SPEC 17) follows the facts: the embedding of that fact's content; an
+A vector record (0.2) follows the facts: the embedding of that fact's content; an
 import stores it when the fact exists (vectors of facts the file does not hold are skipped).
-A fact's memory-item keys (0.2, SPEC 12) are optional: a 0.1 export without them imports
+A fact's memory-item keys (0.2) are optional: a 0.1 export without them imports
 with their defaults. `fingerprint` is written for readers and ignored on import (the store
 computes it from the content); `hits` is restored. Expired facts are not exported.
 
@@ -127,7 +127,7 @@ CHAINS_FORMAT_VERSION = MESSAGE_VECTORS_FORMAT_VERSION
 READABLE_FORMAT_VERSION = MESSAGE_VECTORS_FORMAT_VERSION
 #: The largest seq or archive boundary an import accepts: half of SQLite's integer range,
 #: so that 2**62 appends always fit after any import. Up to 0.1 any 64-bit value passed,
-#: and an imported 2**63-1 made the next append commit a float seq (issue 23 item 7).
+#: and an imported 2**63-1 once made the next append commit a float seq.
 MAX_IMPORTED_SEQ = 2**62
 
 Progress = Callable[[int], None]

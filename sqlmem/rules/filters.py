@@ -5,7 +5,7 @@ refused, what a filter means, how a batch with repeated ids resolves, how a reco
 rebuilt. Keeping those decisions here (rather than in each store) is what lets the
 contract suite and the stateful test demand identical behaviour.
 
-Filter semantics (SPEC 6):
+Filter semantics:
 - `tags`: every given tag is present on the fact (an empty list filters nothing).
 - `category`: that path or anything below it; `""` is the root, so it filters nothing.
 - `source`: equal (`""` selects facts stored without a source).
@@ -72,7 +72,7 @@ class FactRow(NamedTuple):
     created_ms: int | None
     updated_ms: int | None
     search_text: str | None
-    # 0.2 memory items (SPEC 12; checked by `rules.items.item_values`)
+    # 0.2 memory items (checked by `rules.items.item_values`)
     layer: str = "semantic"
     kind: str = ""
     confidence: float = 1.0
@@ -190,7 +190,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-#: Every search mode; "vector" and "hybrid" need the store's embedder (SPEC 17).
+#: Every search mode; "vector" and "hybrid" need the store's embedder.
 SEARCH_MODES = ("any", "all", "raw", "vector", "hybrid")
 
 
@@ -331,7 +331,7 @@ def make_filters(
 
 def metadata_equal_filter(key: object, value: Any) -> Filters:
     """`search_by_metadata(key, value)`: the literal key equal to the literal value. A
-    mapping of `$` keys is a value here, not an operator expression (SPEC 6)."""
+    mapping of `$` keys is a value here, not an operator expression."""
     if not isinstance(key, str):
         raise InvalidArgumentError("search_by_metadata: key must be a string")
     return Filters(**_metadata({key: value}, literal=True))

@@ -1,4 +1,4 @@
-"""Vector and hybrid search rules every fact store shares (SPEC 17): the arguments, and the
+"""Vector and hybrid search rules every fact store shares: the arguments, and the
 fusion of the BM25 and vector rankings into one list."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Memory items (SPEC 12), decided once for every backend: the stored values of a fact's
+"""Memory items, decided once for every backend: the stored values of a fact's
 item state, the `layer` / `kind` / `min_confidence` filters, and `remember`'s merge rule.
 
 The SQLite store and the in-memory twin both call these, so a merge gives the same tags,
@@ -289,7 +289,7 @@ def merge_item(
     salience: float,
     expires_ms: int | None,
 ) -> Merged:
-    """SPEC 12's merge of a new fact (its stored encoding) into a stored one, given as
+    """The memory items' merge of a new fact (its stored encoding) into a stored one, given as
     (tags, refs, metadata JSON text, confidence, salience, expires_ms).
 
     Tags and references: the union, stored order first, then the new ones not already

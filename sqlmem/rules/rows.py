@@ -2,7 +2,7 @@
 
 The engine wrote these values itself (checked on the way in), and reading is the hot
 path, so records are built the way `model_construct` builds them, minus its per-field
-bookkeeping (SPEC 4: reading must not re-validate). The SQLite stores and the in-memory
+bookkeeping (reading must not re-validate). The SQLite stores and the in-memory
 fact store build their records here, so a record reads back one way everywhere.
 """
 

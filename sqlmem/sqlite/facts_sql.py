@@ -11,8 +11,8 @@ Filters are SQL predicates over `facts AS f`, named parameters supplied by
   arrive as one bound JSON array so the text does not depend on how many there are. The
   unary `+` on `t.tag` keeps SQLite from seeking (fact_pk, tag) once per wanted tag: it
   reads the candidate's own few tags and tests each against the wanted list, built once
-  per statement. Without it a filter of 500 tags cost ~100x one of 2 tags (issue 23
-  item 17: 360 ms against 3 ms for `list` on 10,000 facts); with it ~1.2x.
+  per statement. Without it a filter of 500 tags cost ~100x one of 2 tags
+  (360 ms against 3 ms for `list` on 10,000 facts); with it ~1.2x.
 - category: equal, or in the half-open range [cat + "/", cat + "0"), which holds exactly
   the paths below `cat` because category characters are ASCII and "0" follows "/".
 - metadata: no condition of the compiled filter (`rules.metadata`: a bound JSON array of
@@ -273,7 +273,7 @@ def search_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> str:
     to be re-prepared whenever the limit is bound (it offers a LIMIT to the virtual
     table, and a plan that depends on a bound value expires with it), so every filtered
     search paid a full prepare: ~15 µs for a tag filter, ~100 µs with a metadata filter,
-    whose SQL is long (issue 15, measured: 117 -> 12 µs for a search matching nothing).
+    whose SQL is long (measured: 117 -> 12 µs for a search matching nothing).
     The unary `+` makes it an expression: same value, no re-prepare.
     """
     if not any(key) and not any(item_key):
@@ -311,7 +311,7 @@ def list_sql(
 
     With tags and a metadata filter, the facts holding the rarest wanted tag are the
     candidates (one seek into fact_tags' primary key), then sorted: the cost is that
-    tag's size, never the table's, where each row read costs JSON parsing (issue 15: no
+    tag's size, never the table's, where each row read costs JSON parsing (no
     scan of facts when a tag or category is given). Tags alone keep 0.1's plan, a walk
     down facts_created_at that stops after `limit` passing rows: cheap per row, and
     immediate for a tag most facts hold (tests/unit/test_many_tags.py pins its work). A

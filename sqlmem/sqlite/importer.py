@@ -101,7 +101,7 @@ def import_stream(
         _write_batch(db, rows, counts, undated)
 
     write_in_batches(stream, write, progress, BATCH_SIZE)
-    if db.facts.embedder is not None:  # facts the file brought without vectors (SPEC 17),
+    if db.facts.embedder is not None:  # facts the file brought without vectors,
         db.facts.embed_pending()  # embedded after the import's transactions, not in them
     if db.history.embedder is not None:  # and messages
         db.history.embed_pending()
@@ -113,7 +113,7 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
 
     Facts: the batch's winner per id (`newer_record`), then written if it beats what is stored
     (`_beats_stored`), so the outcome is the same as taking the file's records one by one,
-    whatever the batch size (issue 23 item 16: the older text used to win within a batch).
+    whatever the batch size (the older text once won within a batch).
     """
     searchable = 1 if db.config.history_search else 0
     now = now_ms()

@@ -1,4 +1,4 @@
-"""Memory items on SQLite (SPEC 12): remember, promote, expire, and the open hook that
+"""Memory items on SQLite: remember, promote, expire, and the open hook that
 fills fingerprints. `SQLiteFactStore`'s methods of those names call these.
 
 Every operation is one `BEGIN IMMEDIATE` transaction on the writer, with its lookups

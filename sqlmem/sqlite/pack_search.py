@@ -1,4 +1,4 @@
-"""A memory pack's candidates in every layer from one ranked statement (SPEC 13).
+"""A memory pack's candidates in every layer from one ranked statement.
 
 `build_memory_pack` wants, per layer, the best `4 * top_k[layer]` live facts matching the
 query (mode "any": the exact OR of its words, filters before ranking). Through the

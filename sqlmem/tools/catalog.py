@@ -1,4 +1,4 @@
-"""The memory tools an LLM sees (SPEC 16): names, descriptions and argument schemas.
+"""The memory tools an LLM sees: names, descriptions and argument schemas.
 
 One `ToolDef` per tool is the single source of truth: `MemoryTools.specs()` publishes its
 schema in the shape each API expects, and `MemoryTools.call()` validates the model's

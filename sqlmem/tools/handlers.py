@@ -1,4 +1,4 @@
-"""What each memory tool does, over the stores' public protocols (SPEC 16).
+"""What each memory tool does, over the stores' public protocols.
 
 Each handler takes arguments already checked against the tool's schema (defaults not yet
 filled) and returns the JSON-ready result. They raise the stores' own errors
@@ -51,7 +51,7 @@ def save_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     fields.update(_unit(args))
     fact = Fact(**fields)
     stored_id = db.facts.remember(fact)
-    # remember() merges into an older fact when the text is the same (SPEC 12): the id it
+    # remember() merges into an older fact when the text is the same: the id it
     # returns is then that fact's, not the fresh one generated here.
     return {"id": stored_id, "merged": stored_id != fact.id}
 
