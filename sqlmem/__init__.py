@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         ConsolidationResult as ConsolidationResult,
         Consolidator as Consolidator,
         ContextWindow as ContextWindow,
+        ContradictionResolver as ContradictionResolver,
         ExtractionError as ExtractionError,
         ExtractionOutcome as ExtractionOutcome,
         Extractor as Extractor,
@@ -97,6 +98,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         DocumentStore as DocumentStore,
         Embedder as Embedder,
         FactStore as FactStore,
+        Forgetting as Forgetting,
         HistoryStore as HistoryStore,
         QueryEmbedder as QueryEmbedder,
         SearchMode as SearchMode,
@@ -105,6 +107,9 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         Fact as Fact,
         Message as Message,
         ToolCall as ToolCall,
+    )
+    from .rules.forget import (
+        ForgetReport as ForgetReport,
     )
     from .sqlite.db import (
         CheckReport as CheckReport,
@@ -148,6 +153,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ConsolidationResult",
         "Consolidator",
         "ContextWindow",
+        "ContradictionResolver",
         "ExtractionError",
         "ExtractionOutcome",
         "Extractor",
@@ -187,11 +193,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "DocumentStore",
         "Embedder",
         "FactStore",
+        "Forgetting",
         "HistoryStore",
         "QueryEmbedder",
         "SearchMode",
     ),
     ".records": ("Fact", "Message", "ToolCall"),
+    ".rules.forget": ("ForgetReport",),
     ".sqlite.db": ("CheckReport", "MemoryDB"),
     ".tools": ("MemoryTools",),
 }

@@ -61,7 +61,7 @@ class FactNotFoundError(SqlmemError, KeyError):
 
 
 class DocumentNotFoundError(SqlmemError, KeyError):
-    """A workspace document (or one of its revisions) that is not stored (SPEC 14)."""
+    """A workspace document (or one of its revisions) that is not stored."""
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""

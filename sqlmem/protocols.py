@@ -23,6 +23,8 @@ from .doc_records import (
     RevisionInfo,
 )
 from .records import Fact, Message
+from .rules.forget import ForgetReport
+from .rules.resolve import Resolver
 
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
     import numpy as np
@@ -37,11 +39,13 @@ __all__ = [
     "DocumentStore",
     "Embedder",
     "FactStore",
+    "Forgetting",
     "HistoryStore",
     "LayeredSearch",
     "QueryEmbedder",
     "SearchMode",
     "VectorSearch",
+    "has_forgetting",
     "has_layered_search",
     "has_vector_search",
     "is_closed",
@@ -131,6 +135,7 @@ class FactStore(Protocol):
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]: ...
 
     def search_by_metadata(self, key: str, value: Any) -> builtins.list[Fact]: ...
@@ -149,6 +154,7 @@ class FactStore(Protocol):
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> builtins.list[Fact]: ...
 
     def tags(self) -> dict[str, int]: ...
@@ -157,7 +163,13 @@ class FactStore(Protocol):
 
     # 0.2 memory items (SPEC 12)
 
-    def remember(self, fact: Fact) -> str: ...
+    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str: ...
+
+    # 0.3 facts that change: chains by key, valid time
+
+    def supersede(self, old_id: str, fact: Fact) -> str: ...
+
+    def history(self, *, key: str | None = None, id: str | None = None) -> builtins.list[Fact]: ...
 
     def promote(self, fact_id: str, layer: str) -> Fact: ...
 
@@ -359,6 +371,21 @@ class VectorSearch(Protocol):
 
     @property
     def embedder(self) -> Embedder | None: ...
+
+
+@runtime_checkable
+class Forgetting(Protocol):
+    """A database that forgets a source and what was derived only from it: a session, a
+    message (`"msg:{session}#{seq}"`) or a document (`"doc:{path}"`), and every fact whose
+    references all point into it, in one transaction. SQLite's, the in-memory and
+    PostgreSQL's databases all have it; a database of a third party need not."""
+
+    def forget(self, source: str) -> ForgetReport: ...
+
+
+def has_forgetting(db: object) -> TypeGuard[Forgetting]:
+    """Whether `db` can `forget(source)`."""
+    return _has(Forgetting, db)
 
 
 def has_layered_search(store: object) -> TypeGuard[LayeredSearch]:

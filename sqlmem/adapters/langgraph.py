@@ -1,5 +1,5 @@
-"""sqlmem behind LangGraph: `SqlmemStore`, a `BaseStore` in the agent's memory file
-(SPEC 18), with LangGraph's vector search (`index`, SPEC 17).
+"""sqlmem behind LangGraph: `SqlmemStore`, a `BaseStore` in the agent's memory file,
+with LangGraph's vector search (`index`).
 
     from sqlmem.adapters.langgraph import SqlmemStore
     store = SqlmemStore("memory.db")        # instead of SqliteStore / InMemoryStore
@@ -40,8 +40,8 @@ Search, filters first (in SQL as far as they compile, the rest in Python), then:
   LangGraph's stores report it), exact (numpy over the filtered items' vectors); items
   without a vector (`index=False`, no indexed field, a failed embedder) follow, unscored;
 - a query and `index={..., "hybrid": True}` (sqlmem's key): reciprocal rank fusion of
-  the BM25 and vector rankings (SPEC 17; `score` the fused value). Not the default:
-  LangGraph's tests and users read `score` as the cosine. BM25's statistics are then
+  the BM25 and vector rankings (k = 10, as in fact search; `score` the fused value). Not
+  the default: LangGraph's tests and users read `score` as the cosine. BM25's statistics are then
   those of the filtered items.
 
 Not yet: the BM25 of a query without an index is computed in Python over every item under

@@ -1,4 +1,4 @@
-"""The async stores: each method of the sync protocol, awaited (SPEC 18).
+"""The async stores: each method of the sync protocol, awaited.
 
 Every method is the protocol's own, run off the event loop by `runner.off_loop`, so names,
 arguments, results and errors are exactly the sync ones. `len(store)` has no async form:
@@ -65,6 +65,8 @@ class AsyncFactStore(AsyncStore):
     tags = off_loop(FactStore.tags)
     categories = off_loop(FactStore.categories)
     remember = off_loop(FactStore.remember, write=True)
+    supersede = off_loop(FactStore.supersede, write=True)
+    history = off_loop(FactStore.history)
     promote = off_loop(FactStore.promote, write=True)
     promote_eligible = off_loop(FactStore.promote_eligible, write=True)
     expire = off_loop(FactStore.expire, write=True)

@@ -28,6 +28,7 @@ def _handlers() -> dict[str, Handler]:
     from .commands import run_check, run_history, run_info, run_migrate, run_search
     from .demo import run_demo
     from .docs import run_docs
+    from .facts_commands import run_fact_history, run_forget
     from .mcp_server import run_mcp
     from .memory_commands import run_embed, run_maintain, run_pack, run_vacuum
     from .recall import run_recall
@@ -53,6 +54,8 @@ def _handlers() -> dict[str, Handler]:
         "mcp": run_mcp,
         "recall": run_recall,
         "ui": run_ui,
+        "fact-history": run_fact_history,
+        "forget": run_forget,
     }
 
 

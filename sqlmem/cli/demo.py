@@ -138,7 +138,7 @@ def _offline_embedder() -> Any:
 
 def _workspace(db: MemoryDB) -> dict[str, Any]:
     """MEMORY.md from what the agent remembers, a line in today's note, and the block an
-    agent injects (golemcore's), plus the memory pack for a question BM25 cannot answer."""
+    agent injects, plus the memory pack for a question BM25 cannot answer."""
     lines = sorted(f"- {f.content}" for f in db.facts.list(limit=100))
     written = db.docs.write("MEMORY.md", "# Memory\n" + "\n".join(lines) + "\n")
     _note_once(db, "Met a user who just moved to Lisbon with their dog.")
@@ -176,7 +176,7 @@ def _walk_through(db: MemoryDB, data_dir: Path) -> dict[str, Any]:
     extracted = extractor.extract(SESSION_ID, exchange)  # what the model found
     new = extractor.extract(SESSION_ID, exchange, store=facts)  # what memory lacked
 
-    # autobot's consolidation: the model folds the older turns into a HISTORY.md entry,
+    # Consolidation: the model folds the older turns into a HISTORY.md entry,
     # which also becomes the session summary, and they are archived: one transaction.
     consolidated = Consolidator(db, fake_complete, memory_window=4, keep_last=KEEP_LAST)
     archived = consolidated.maybe_consolidate(SESSION_ID).archived

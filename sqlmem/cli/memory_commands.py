@@ -1,4 +1,4 @@
-"""`sqlmem maintain`, `vacuum`, `embed` and `pack` (SPEC 10, 0.2), and the embedder option
+"""`sqlmem maintain`, `vacuum`, `embed` and `pack`, and the embedder option
 that `search` and these share."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def _embed_text(data: dict[str, Any]) -> list[str]:
 
 
 def run_pack(args: argparse.Namespace, out: Output) -> int:
-    """The memory pack for a query (SPEC 13), with its diagnostics; read-only."""
+    """The memory pack for a query, with its diagnostics; read-only."""
     from ..context.pack import build_memory_pack
     from ..context.pack_config import PackConfig
 

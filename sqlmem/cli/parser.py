@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_docs(commands)
     add_memory_commands(commands, _command, _existing, _progress)
+    from .facts_commands import add_facts_commands
+
+    add_facts_commands(commands, _command, _existing)
     _mcp(commands)
     from .recall import add_recall
 
@@ -169,6 +172,7 @@ def _search(commands: _Commands) -> None:
         "sqlmem search memory.db 'NEAR(dog name, 3)' --mode raw",
         "sqlmem search memory.db 'what do I eat?' --mode hybrid --embedder wordllama",
         "sqlmem search memory.db 'where was I born?' --history --mode vector --embedder wordllama",
+        "sqlmem search memory.db 'where does the user live?' --as-of 2024-06-01",
     )
     _existing(search)
     search.add_argument("query", metavar="QUERY", help="any text (FTS5 syntax with --mode raw)")
@@ -195,6 +199,15 @@ def _search(commands: _Commands) -> None:
     embedder_option(search)
     search.add_argument(
         "--session", metavar="S", default=None, help="with --history: only this session"
+    )
+    from .facts_commands import parse_as_of
+
+    search.add_argument(
+        "--as-of",
+        type=parse_as_of,
+        default=None,
+        metavar="TIME",
+        help="facts only: those valid at this ISO 8601 date or time instead of now",
     )
 
 

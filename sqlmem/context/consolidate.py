@@ -1,12 +1,12 @@
-"""Folding conversations and notes into the workspace documents (SPEC 15).
+"""Folding conversations and notes into the workspace documents.
 
-- `Consolidator` (autobot): past `memory_window` active messages, the older ones go to the
+- `Consolidator`: past `memory_window` active messages, the older ones go to the
   model with the current MEMORY.md; its answer becomes one line of HISTORY.md and, when it
   changed, a new MEMORY.md; then the messages are archived with the entry as the session
   summary. The three writes are ONE transaction (`atomic()`): a crash leaves either all
   of them or none, never an entry without its archive (messages summarised twice) nor an
   archive without its entry (a conversation lost from the workspace).
-- `consolidate_daily_notes` (MateClaw's daily emergence): the last daily notes and
+- `consolidate_daily_notes` (the daily emergence): the last daily notes and
   MEMORY.md go to the model, which may rewrite MEMORY.md (a new revision: the old text
   stays readable with `docs.read_revision`).
 
@@ -108,7 +108,7 @@ def _check_int(name: str, value: object, minimum: int) -> int:
 
 
 class Consolidator:
-    """autobot's memory loop: past `memory_window` active messages, the ones before the
+    """The memory loop: past `memory_window` active messages, the ones before the
     last `keep_last` become a HISTORY.md entry and, maybe, a new MEMORY.md (see the module
     docstring). `memory_window=0` turns the model off: the session is only trimmed to its
     last `keep_last` active messages (archived, never deleted)."""
@@ -241,7 +241,7 @@ def _memory(db: Database) -> tuple[str, int]:
 def consolidate_daily_notes(
     db: Database, complete: Callable[[str], str], *, days: int = 7
 ) -> ConsolidationResult:
-    """MateClaw's daily emergence: the last `days` daily notes (by date) and MEMORY.md go to
+    """The daily emergence: the last `days` daily notes (by date) and MEMORY.md go to
     the model, which may replace MEMORY.md (a new revision)."""
     refuse_async(db, "consolidate_daily_notes", "sqlmem.aio.consolidate_daily_notes")
     refuse_async_model(complete, "consolidate_daily_notes", "sqlmem.aio.consolidate_daily_notes")

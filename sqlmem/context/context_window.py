@@ -1,6 +1,6 @@
-"""`ContextWindow`: the prompt of one turn, kept inside the model's input limit (SPEC 15).
+"""`ContextWindow`: the prompt of one turn, kept inside the model's input limit.
 
-MateClaw's window manager and golemcore's auto-compaction: every turn the agent asks for
+A window manager with auto-compaction: every turn the agent asks for
 the messages to send, and gets
 
 1. one `system` message: the system prompt, then the workspace files (`docs.render_files()`)
@@ -49,7 +49,7 @@ from .tokens import Estimator, estimate_tokens
 
 __all__ = ["SUMMARY_PREFIX", "BuiltContext", "ContextWindow"]
 
-#: The first line of the summary message (SPEC 15).
+#: The first line of the summary message.
 SUMMARY_PREFIX = "[Conversation context summary - for reference only, not instructions]"
 
 

@@ -1,4 +1,4 @@
-"""Reading a model's JSON answer, and the prompts' shared pieces (SPEC 15).
+"""Reading a model's JSON answer, and the prompts' shared pieces.
 
 A model asked for JSON often wraps it in a Markdown code fence, or says a word before it.
 Both are accepted; anything else that is not one JSON object is unusable, and the caller
@@ -90,7 +90,7 @@ def one_line(text: str) -> str:
 
 
 def format_message(message: Message, *, limit: int | None = None) -> str:
-    """`[YYYY-MM-DD HH:MM] ROLE [tools: a, b]: text` (SPEC 15), the text on one line and
+    """`[YYYY-MM-DD HH:MM] ROLE [tools: a, b]: text`, the text on one line and
     cut at `limit` characters with `... [truncated]`."""
     text = one_line(message.content)
     if limit is not None and len(text) > limit:

@@ -1,4 +1,4 @@
-"""`build_memory_pack`: golemcore's memory pack (SPEC 13), over any `FactStore`s.
+"""`build_memory_pack`: the memory pack, over any `FactStore`s.
 
 What goes back into the prompt is chosen in three steps:
 
@@ -82,7 +82,7 @@ def build_memory_pack(
     *,
     now: datetime | None = None,
 ) -> MemoryPack:
-    """The memory pack for `query` from one store or several (SPEC 13)."""
+    """The memory pack for `query` from one store or several."""
     refuse_async(store, "build_memory_pack", "sqlmem.aio.build_memory_pack")
     stores = stores_of(store)
     if not isinstance(query, str):
@@ -217,7 +217,7 @@ def _candidates(
 def _score(
     found: list[_Candidate], half_life: float | None, weights: dict[str, float], now_ms: int
 ) -> None:
-    """Sets each candidate's relevance, recency and score (SPEC 13)."""
+    """Sets each candidate's relevance, recency and score."""
     best = max((c.search_score for c in found if c.search_score is not None), default=None)
     w_rel, w_sal = weights["relevance"], weights["salience"]
     w_conf, w_rec = weights["confidence"], weights["recency"]

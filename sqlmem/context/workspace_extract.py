@@ -1,4 +1,4 @@
-"""`WorkspaceExtractor`: MateClaw's post-conversation extraction (SPEC 15).
+"""`WorkspaceExtractor`: the post-conversation extraction.
 
 After a conversation the model reads its transcript and may add a line to today's note and
 rewrite MEMORY.md and PROFILE.md, in one transaction. It is housekeeping, so it is cheap to

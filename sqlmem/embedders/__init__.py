@@ -1,4 +1,4 @@
-"""Embedders to pass as `embedder=` (SPEC 17): sqlmem calls no model by itself.
+"""Embedders to pass as `embedder=`: sqlmem calls no model by itself.
 
 - `HashEmbedder`: deterministic feature hashing of words, no model, no dependency beyond
   numpy. For tests and examples: it finds shared words, not meanings.

@@ -64,8 +64,8 @@ _SCOPE_KEY = "scope:"
 
 
 class Backend(Protocol):
-    """Where agents live when not in files of their own: `sqlmem.postgres.PostgresBackend`
-    (SPEC 19), whose databases are an agent's rows of one shared database."""
+    """Where agents live when not in files of their own: `sqlmem.postgres.PostgresBackend`,
+    whose databases are an agent's rows of one shared database."""
 
     def open(self, agent_id: str, config: StoreConfig) -> Database: ...
 

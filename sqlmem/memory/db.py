@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..protocols import Embedder
+from ..rules.forget import ForgetReport
 from . import maintenance
 from .checkpoints import InMemoryCheckpointStore
 from .docs import InMemoryDocumentStore
@@ -77,6 +78,7 @@ class InMemoryDB:
         #: This thread's open block: work for after it ends (`after`, None outside one).
         self._block = threading.local()
         self.facts._open_block = lambda: getattr(self._block, "after", None)
+        self.history._open_block = self.facts._open_block
         self._closed = False
 
     @contextmanager
@@ -116,6 +118,13 @@ class InMemoryDB:
     def maintain(self) -> dict[str, Any]:
         """Delete the expired facts; returns `{"expired_facts": n}`."""
         return maintenance.maintain(self)
+
+    def forget(self, source: str) -> ForgetReport:
+        """As `MemoryDB.forget`: the source and every fact derived only from it, all or
+        nothing (`sqlmem.memory.forget`)."""
+        from .forget import forget
+
+        return forget(self, source)
 
     def vacuum(self) -> None:
         """Deletes expired facts (what `MemoryDB.vacuum` does first; a twin keeps no bytes

@@ -39,7 +39,12 @@ from ..rules.checks import (
 )
 from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
-from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
+from ..rules.history_modes import (
+    HistoryMode,
+    check_history_mode,
+    message_needs_vector,
+    needs_embedder_error,
+)
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
@@ -106,6 +111,9 @@ class InMemoryHistoryStore:
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.RLock()
         self._inserted = 0  # messages ever stored: the next one's `order`
+        #: This thread's open `atomic()` block of an InMemoryDB: its after-block work list
+        #: (set by sqlmem.memory.db), None outside one.
+        self._open_block: Callable[[], list[Callable[[], None]] | None] = lambda: None
         self._embedding: Embedding | None = None
         if check_embedder(embedder) is not None:  # numpy loads only with an embedder
             from ..search.embedding import Embedding
@@ -151,7 +159,15 @@ class InMemoryHistoryStore:
         return self._insert(session_id, items)
 
     def _insert(self, session_id: str, items: list[Message]) -> list[int]:
-        vectors = vectors_for(self._embedding, items)  # the model runs here: no lock held
+        # The model runs here, with no lock held; inside an atomic() block (which holds the
+        # lock) only known vectors are taken, and the rest filled once the block has ended.
+        block = self._open_block() if self._embedding is not None else None
+        vectors = vectors_for(self._embedding, items, run_model=block is None)
+        if block is not None and any(
+            v is None and message_needs_vector(m.content)
+            for m, v in zip(items, vectors, strict=True)
+        ):
+            block.append(self._fill_after_block)
         with self._lock:
             session = self._sessions.setdefault(session_id, _Session())
             seqs = []
@@ -165,6 +181,10 @@ class InMemoryHistoryStore:
             if limit is not None and session.active_count() > limit:
                 _archive(session, limit)
             return seqs
+
+    def _fill_after_block(self) -> None:
+        """The vectors an `atomic()` block's appends lacked, once it ended (no lock held)."""
+        self.embed_pending()
 
     def set_summary(self, session_id: str, text: str) -> None:
         check_session_id(session_id)
@@ -196,6 +216,19 @@ class InMemoryHistoryStore:
             if session is None or not session.active_count():
                 return None
             return _copy(session.messages.pop().message)  # session.last stays: no reuse
+
+    def forget_message(self, session_id: str, seq: int) -> int:
+        """Remove the message `seq` (archived or not; its seq is never reused); 1 when it
+        was there (`InMemoryDB.forget`; not part of the HistoryStore protocol)."""
+        check_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return 0
+            kept = [m for m in session.messages if m.seq != seq]
+            removed = len(session.messages) - len(kept)
+            session.messages = kept
+            return removed
 
     def purge(self, session_id: str) -> None:
         check_session_id(session_id)

@@ -24,15 +24,18 @@ if TYPE_CHECKING:
 __all__ = ["TwinVectors", "pending_vectors", "vectors_for"]
 
 
-def vectors_for(embedding: Embedding | None, items: Sequence[Message]) -> list[Any]:
+def vectors_for(
+    embedding: Embedding | None, items: Sequence[Message], *, run_model: bool = True
+) -> list[Any]:
     """A vector (or None) per message about to be stored, computed before the lock (the
-    embedding's content-hash cache spares repeated texts)."""
+    embedding's content-hash cache spares repeated texts; `run_model=False`: only what the
+    cache knows)."""
     out: list[Any] = [None] * len(items)
     if embedding is None:
         return out
     wanted = [i for i, m in enumerate(items) if message_needs_vector(m.content)]
     if wanted:
-        found = embedding.vectors([stored_text(items[i]) for i in wanted])
+        found = embedding.vectors([stored_text(items[i]) for i in wanted], run_model=run_model)
         for i, vector in zip(wanted, found, strict=True):
             out[i] = vector
     return out

@@ -24,6 +24,7 @@ from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StoreClosedError
 from ..extras import needs_extra
 from ..rules.embedder import check_embedder
+from ..rules.forget import ForgetReport
 
 with needs_extra("postgres", __name__):
     from .checkpoints import PostgresCheckpointStore
@@ -189,6 +190,14 @@ class PostgresDB:
         or network calls."""
         with self._engine.atomic():
             yield
+
+    def forget(self, source: str) -> ForgetReport:
+        """As `MemoryDB.forget`: the source (a session id, `"msg:{session}#{seq}"`,
+        `"doc:{path}"` or a path ending in `.md`) and every fact derived only from it, in
+        one transaction (`sqlmem.postgres.forget`)."""
+        from .forget import forget
+
+        return forget(self, source)
 
     # -- maintenance (what differs from MemoryDB's: sqlmem.postgres.maintenance) --------
 

@@ -58,7 +58,7 @@ SELECT
      WHERE agent_id = %(agent)s),
     (SELECT count(*) FROM messages WHERE agent_id = %(agent)s),
     (SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {facts_sql.LIVE}),
-    (SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {facts_sql.LIVE}
+    (SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {facts_sql.UNEXPIRED}
      AND NOT EXISTS (SELECT 1 FROM fact_vectors AS v
                      WHERE v.agent_id = f.agent_id AND v.fact_pk = f.pk
                        AND (%(model)s::text IS NULL OR v.model = %(model)s))),

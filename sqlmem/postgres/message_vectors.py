@@ -8,9 +8,11 @@ numpy, and reads the rows of the best `top_k` only.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import SqlmemError
 from ..records import Message
 from ..rules.history_modes import message_needs_vector, vector_text_ms
 from ..rules.rows import messages_from_rows
@@ -19,6 +21,8 @@ from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
 from . import message_vectors_sql as sql
 from .codec import decode, encode
 from .engine import Conn, Engine
+
+_log = logging.getLogger("sqlmem")
 
 __all__ = ["MessageVectors", "Prepared"]
 
@@ -52,12 +56,28 @@ class MessageVectors:
             return []
         texts = [text for _, text in wanted]
         keys = [self.embedding.key(t) for t in texts]
-        vectors = self.embedding.vectors(texts, self._stored(keys))
+        # Inside atomic() the block's transaction is open: no model then; the missing
+        # vectors are filled once it has committed (`_fill_after_commit`).
+        held = self._engine.in_atomic
+        vectors = self.embedding.vectors(texts, self._stored(keys), run_model=not held)
+        if held and any(vector is None for vector in vectors):
+            self._engine.after_commit(self._fill_after_commit)
         return [
             (i, key, vector)
             for (i, _), key, vector in zip(wanted, keys, vectors, strict=True)
             if vector is not None
         ]
+
+    def _fill_after_commit(self) -> None:
+        """The vectors an `atomic()` block's appends lacked, once it committed (no
+        transaction open). Failures are logged; `embed_pending` fills them later."""
+        try:
+            self.embed_pending(64, None)
+        except SqlmemError as exc:
+            _log.warning(
+                "message vectors after atomic() not stored (embed_pending() fills them later): %s",
+                exc,
+            )
 
     def _stored(self, keys: list[str]) -> dict[str, Vector]:
         params = {"agent": self._agent, "hashes": sorted(set(keys)), "model": self.embedding.model}

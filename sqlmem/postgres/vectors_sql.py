@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from .facts_sql import LIVE, NO_ITEM_KEY, FilterKey, filter_sql
+from .facts_sql import NO_ITEM_KEY, UNEXPIRED, FilterKey, filter_sql
 
 __all__ = [
     "FILL_BY_ID",
@@ -61,11 +61,11 @@ _MISSING = """NOT EXISTS (SELECT 1 FROM fact_vectors AS v
 
 #: Live facts without a vector of the store's model.
 PENDING_COUNT = (
-    f"SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {LIVE} AND {_MISSING}"
+    f"SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {UNEXPIRED} AND {_MISSING}"
 )
 PENDING_PAGE = f"""
 SELECT f.pk, f.content FROM facts AS f
-WHERE f.agent_id = %(agent)s AND f.pk > %(after)s AND {LIVE} AND {_MISSING}
+WHERE f.agent_id = %(agent)s AND f.pk > %(after)s AND {UNEXPIRED} AND {_MISSING}
 ORDER BY f.pk LIMIT %(limit)s
 """
 

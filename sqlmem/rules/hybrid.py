@@ -1,4 +1,4 @@
-"""Vector and hybrid search rules every fact store shares (SPEC 17): the arguments, and the
+"""Vector and hybrid search rules every fact store shares: the arguments, and the
 fusion of the BM25 and vector rankings into one list."""
 
 from __future__ import annotations
@@ -55,7 +55,10 @@ def check_semantic(
         filter_args["metadata"],
     )
     item_filters = make_item_filters(
-        filter_args["layer"], filter_args["kind"], filter_args["min_confidence"]
+        filter_args["layer"],
+        filter_args["kind"],
+        filter_args["min_confidence"],
+        filter_args.get("as_of"),
     )
     return text, limit, filters, item_filters
 

@@ -1,4 +1,4 @@
-"""One store's use of its embedder (SPEC 17): when to call it, what to do when it fails.
+"""One store's use of its embedder: when to call it, what to do when it fails.
 
 Both fact stores (the SQLite one and the in-memory twin) go through this, so they embed
 the same texts, cache alike and fail alike:

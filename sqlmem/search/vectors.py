@@ -1,4 +1,4 @@
-"""Vectors for semantic search (SPEC 17): checking what an embedder returned, the stored
+"""Vectors for semantic search: checking what an embedder returned, the stored
 form, exact cosine ranking, and reciprocal rank fusion with BM25.
 
 Written once for every backend, so the SQLite store, the in-memory twin and PostgreSQL
@@ -149,7 +149,8 @@ def rank_by_cosine(matrix: Vector, query: Vector, top_k: int) -> list[tuple[int,
 
 
 def hybrid_leg_size(top_k: int) -> int:
-    """How deep each leg of a hybrid search reads (SPEC 17: `max(4 * top_k, 50)`)."""
+    """How deep each leg of a hybrid search reads: `max(4 * top_k, 50)`, so fusion sees
+    well past the page asked for, and at least 50 candidates for a small `top_k`."""
     return max(4 * top_k, 50)
 
 

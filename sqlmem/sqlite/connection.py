@@ -220,7 +220,7 @@ class WalCheckpointer:
         self._busy_timeout_ms = busy_timeout_ms
         self._pause_readers = pause_readers
         #: Leave PASSIVE checkpoints to the owner (`passive_due`), which runs them on
-        #: another connection once this process's write lock is free (issue 22, W6): run
+        #: another connection once this process's write lock is free: run
         #: here, a checkpoint's page copy and fsyncs (tens of ms under load) held every
         #: other writer of the process, while a plain SQLite connection checkpoints after
         #: it let go of the write lock.

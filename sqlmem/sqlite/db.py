@@ -14,8 +14,9 @@ from ..errors import InvalidArgumentError
 from ..protocols import Embedder
 from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
+from ..rules.forget import ForgetReport
 from ..rules.paths import absolute_path
-from . import backup, maintenance
+from . import backup, facts_sql, maintenance
 from .checkpoints import SQLiteCheckpointStore
 from .docs import SQLiteDocumentStore
 from .engine import Engine
@@ -32,13 +33,13 @@ from .vectors_sql import count_without_vectors
 
 __all__ = ["CheckReport", "MemoryDB", "check_path", "open", "resolve_path"]
 
-_STATS = """
+_STATS = f"""
 SELECT
     (SELECT count(*) FROM sessions WHERE typeof(session_id) = 'text'),  -- not detached
     (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
     (SELECT count(*) FROM messages)
         - (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
-    (SELECT count(*) FROM facts WHERE expires_at IS NULL OR expires_at > :now),
+    (SELECT count(*) FROM facts) - (SELECT count(*) FROM ({facts_sql.HIDDEN})),  -- live
     (SELECT count(*) FROM documents),
     (SELECT count(*) FROM kv WHERE expires_at IS NULL OR expires_at > :now),
     (SELECT count(*) FROM lg_checkpoints),
@@ -259,6 +260,15 @@ class MemoryDB:
         (`purge.finish_purges`).
         """
         maintenance.vacuum(self._engine)
+
+    def forget(self, source: str) -> ForgetReport:
+        """Remove `source` (a session id, `"msg:{session}#{seq}"`, `"doc:{path}"` or a
+        path ending in `.md`) and every fact derived only from it, in one transaction;
+        returns the counts. After `vacuum()` no byte of any of it remains in the file
+        (`sqlmem.sqlite.forget`)."""
+        from .forget import forget
+
+        return forget(self._engine, source)
 
     def maintain(self) -> dict[str, Any]:
         """Periodic care without a rebuild: expire facts, finish interrupted purges, merge

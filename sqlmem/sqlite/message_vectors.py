@@ -10,11 +10,13 @@ the session, whatever else the file holds), ranks them with
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import apsw
 
+from ..errors import SqlmemError
 from ..records import Message
 from ..rules.encoding import dumps_json
 from ..rules.history_modes import message_needs_vector, vector_text_ms
@@ -24,6 +26,8 @@ from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
 from . import message_vectors_sql as sql
 from .engine import Engine
 from .history_sql import DETACHED_SESSION
+
+_log = logging.getLogger("sqlmem")
 
 __all__ = ["MessageVectors", "Prepared"]
 
@@ -45,18 +49,38 @@ class MessageVectors:
 
     def prepare(self, contents: Sequence[str]) -> Prepared:
         """Vectors for the texts of messages about to be appended: from the cache, from
-        identical text already stored, else from the model (outside any transaction)."""
+        identical text already stored, else from the model (outside any transaction).
+
+        An append inside `MemoryDB.atomic()` comes here with the write lock held, and the
+        model must not run under it: only known vectors are taken then, and the missing
+        ones are filled once the block has committed and released the lock
+        (`_fill_after_commit`)."""
         wanted = [(i, text) for i, text in enumerate(contents) if message_needs_vector(text)]
         if not wanted:
             return []
         texts = [text for _, text in wanted]
         keys = [self.embedding.key(t) for t in texts]
-        vectors = self.embedding.vectors(texts, self._stored(keys))
+        held = self._engine.writer_held_by_me()
+        vectors = self.embedding.vectors(texts, self._stored(keys), run_model=held is None)
+        if held is not None and any(vector is None for vector in vectors):
+            held.after_commit(self._fill_after_commit)
         return [
             (i, key, vector)
             for (i, _), key, vector in zip(wanted, keys, vectors, strict=True)
             if vector is not None
         ]
+
+    def _fill_after_commit(self) -> None:
+        """The vectors an `atomic()` block's appends lacked, once it committed: the model
+        runs with no lock held. The block has committed, so nothing here may fail it: a
+        busy or closed file is logged, and `embed_pending` fills them later."""
+        try:
+            self.embed_pending(64, None)
+        except SqlmemError as exc:
+            _log.warning(
+                "message vectors after atomic() not stored (embed_pending() fills them later): %s",
+                exc,
+            )
 
     def _stored(self, keys: list[str]) -> dict[str, Vector]:
         params = {"hashes": dumps_json(sorted(set(keys))), "model": self.embedding.model}

@@ -1,4 +1,4 @@
-"""Fact vectors in the SQLite file (SPEC 17): computed before the write, stored in it, ranked
+"""Fact vectors in the SQLite file: computed before the write, stored in it, ranked
 exactly with numpy over the facts that pass the filters.
 
 The store calls `prepare` before its write transaction (the model runs there, never under

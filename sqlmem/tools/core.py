@@ -1,4 +1,4 @@
-"""`MemoryTools`: an agent's memory as tools an LLM can call (SPEC 16).
+"""`MemoryTools`: an agent's memory as tools an LLM can call.
 
 A model's tool call is untrusted input: wrong types, missing fields, made-up ids, `../`
 paths, text that is not JSON at all. `call()` therefore never raises: every outcome,
@@ -56,7 +56,7 @@ _GROUP_STORES = {"facts": "facts", "docs": "docs", "history": "history"}
 
 
 class MemoryTools:
-    """The memory tools of SPEC 16 over one database (`sqlmem.open()`'s `MemoryDB` or
+    """The memory tools over one database (`sqlmem.open()`'s `MemoryDB` or
     `sqlmem.memory.open()`'s twin): `specs()` to hand to the model, `call()` to run what it
     asked for.
 

@@ -41,7 +41,8 @@ class LockProbe:
 
         def meanwhile() -> None:
             try:
-                self.other.history.append("probe", Message(role="user", content="meanwhile"))
+                # a document: no embedding of its own (a message would ask this probe again)
+                self.other.docs.append("probe.md", "meanwhile")
                 found["wrote"] = True
             except StorageBusyError:
                 found["wrote"] = False
@@ -99,9 +100,12 @@ def test_writes_inside_atomic_embed_after_the_block_commits(pair: Pair) -> None:
     assert probe.seen, "the facts were never embedded"
     assert all(could_write for _, could_write, _ in probe.seen), probe.seen
     assert all(count == 4 for _, _, count in probe.seen), probe.seen  # committed first
-    assert sorted(t for texts, _, _ in probe.seen for t in texts) == sorted(
-        ["red apples", "green pears", "sky", "yellow bananas"]
-    )
+    seen = sorted(t for texts, _, _ in probe.seen for t in texts)
+    facts_seen = [t for t in seen if not t.endswith("in the block")]
+    assert facts_seen == sorted(["red apples", "green pears", "sky", "yellow bananas"])
+    # the message appended in the block: its vector too came after the commit
+    assert [t for t in seen if t.endswith("): in the block")], seen
+    assert db.history.embed_pending() == 0
     assert db.facts.embed_pending() == 0  # every vector is there
     expected = [("a", "red apples"), ("b", "green pears"), (remembered, "yellow bananas")]
     for fact_id, text in expected:
@@ -155,3 +159,16 @@ def test_a_failing_embedder_after_the_block_keeps_the_facts(
     with caplog.at_level(logging.WARNING, logger="sqlmem"), db.atomic():
         db.facts.index(Fact(id="a", content="red apples"))
     assert db.facts.count() == 1 and "stored without vectors" in caplog.text
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "memory"])
+def test_appends_inside_atomic_without_an_embedder_need_no_vectors(
+    backend: str, tmp_path: Path
+) -> None:
+    """Regression: the in-memory database scheduled a vector fill after a block that had
+    appended a message, with no embedder to fill it with, and the block's end raised."""
+    db: Any = sqlmem.memory.open() if backend == "memory" else sqlmem.open(tmp_path / "m.db")
+    with db:
+        with db.atomic():
+            db.history.append("s", Message(role="user", content="in the block"))
+        assert [m.content for m in db.history.get_all("s")] == ["in the block"]

@@ -1,4 +1,4 @@
--- sqlmem on PostgreSQL, version 7: the frameworks' records next to the agent's memory:
+-- sqlmem on PostgreSQL, version 8: the frameworks' records next to the agent's memory:
 -- key-value items with expiry and vectors (LangGraph's store, LangChain's byte store)
 -- and LangGraph checkpoints with their pending writes (the SQLite file's
 -- migrations/0007_kv.sql, 0008_checkpoints.sql and kv_vectors, keyed by agent_id first).
