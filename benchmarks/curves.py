@@ -169,7 +169,7 @@ def _panel(x0: float, title: str, series: dict[str, list[tuple[int, float]]]) ->
 
     def at(x: float, y: float) -> tuple[float, float]:
         px = x0 + _PAD + (_W - 2 * _PAD) * (math.log10(x) - xs[0]) / (xs[1] - xs[0])
-        py = _H - _PAD + 20 - (_H - 2 * _PAD) * (math.log10(y) - ys[0]) / (ys[1] - ys[0])
+        py = _PAD - 20 + (_H - 2 * _PAD) * (1 - (math.log10(y) - ys[0]) / (ys[1] - ys[0]))
         return px, py
 
     parts = [f'<text x="{x0 + _PAD}" y="24" font-weight="bold">{escape(title)}</text>']
@@ -192,7 +192,7 @@ def _panel(x0: float, title: str, series: dict[str, list[tuple[int, float]]]) ->
     for x in sorted({x for s in series.values() for x, _ in s}):
         px, _ = at(x, 10 ** ys[0])
         parts.append(
-            f'<text x="{px:.1f}" y="{_H - _PAD + 34}" font-size="10" text-anchor="middle">'
+            f'<text x="{px:.1f}" y="{_H - _PAD - 6}" font-size="10" text-anchor="middle">'
             f"{x:,}</text>"
         )
     return parts
@@ -232,10 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(dir=args.tmp, prefix="sqlmem-curves-") as name:
         folder = Path(name)
+        # Factory first: the RSS it reports is the process's peak so far.
+        opened = factory_open(_sizes(args.agents), folder)
         curves: Curves = {
             "fact search p50 µs (x: facts)": fact_search(_sizes(args.facts), folder),
             "history p50 µs (x: messages)": history(_sizes(args.messages), folder),
-            "factory open (x: agents)": factory_open(_sizes(args.agents), folder),
+            "factory open (x: agents)": opened,
         }
     for title, series in curves.items():
         print(f"## {title}")
