@@ -225,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         "--facts", default="10000,100000", help="fact counts (e.g. 10000,100000,1000000)"
     )
     parser.add_argument("--messages", default="1000,100000", help="messages in one session")
-    parser.add_argument("--agents", default="10,1000", help="agents opened through a factory")
+    parser.add_argument("--agents", default="10,1000,10000", help="agents opened through a factory")
     parser.add_argument("--svg", type=Path, default=Path("docs/assets/scaling.svg"))
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--tmp", type=Path, help="where databases are made")
