@@ -40,6 +40,16 @@ _templates: dict[tuple[tuple[Migration, ...], str], bytes] = {}
 _building = threading.Lock()
 
 
+def _fresh_lock_in_child() -> None:
+    """A fork while another thread builds a template must not leave the child's lock held."""
+    global _building
+    _building = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_fresh_lock_in_child)
+
+
 def create_from_template(path: Path, config: StoreConfig) -> bool:
     """Make `path` a migrated database if it does not exist yet; True when this call made it.
 
