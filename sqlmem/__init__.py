@@ -30,6 +30,7 @@ from .errors import (
     InvalidQueryError as InvalidQueryError,
     MigrationChecksumError as MigrationChecksumError,
     MigrationError as MigrationError,
+    MissingExtraError as MissingExtraError,
     RevisionConflictError as RevisionConflictError,
     SchemaTooNewError as SchemaTooNewError,
     SqlmemError as SqlmemError,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         ConsolidationResult as ConsolidationResult,
         Consolidator as Consolidator,
         ContextWindow as ContextWindow,
+        ContradictionResolver as ContradictionResolver,
         ExtractionError as ExtractionError,
         ExtractionOutcome as ExtractionOutcome,
         Extractor as Extractor,
@@ -96,13 +98,18 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         DocumentStore as DocumentStore,
         Embedder as Embedder,
         FactStore as FactStore,
+        Forgetting as Forgetting,
         HistoryStore as HistoryStore,
+        QueryEmbedder as QueryEmbedder,
         SearchMode as SearchMode,
     )
     from .records import (
         Fact as Fact,
         Message as Message,
         ToolCall as ToolCall,
+    )
+    from .rules.forget import (
+        ForgetReport as ForgetReport,
     )
     from .sqlite.db import (
         CheckReport as CheckReport,
@@ -130,6 +137,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "InvalidQueryError",
         "MigrationChecksumError",
         "MigrationError",
+        "MissingExtraError",
         "RevisionConflictError",
         "SchemaTooNewError",
         "SqlmemError",
@@ -145,6 +153,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ConsolidationResult",
         "Consolidator",
         "ContextWindow",
+        "ContradictionResolver",
         "ExtractionError",
         "ExtractionOutcome",
         "Extractor",
@@ -184,10 +193,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "DocumentStore",
         "Embedder",
         "FactStore",
+        "Forgetting",
         "HistoryStore",
+        "QueryEmbedder",
         "SearchMode",
     ),
     ".records": ("Fact", "Message", "ToolCall"),
+    ".rules.forget": ("ForgetReport",),
     ".sqlite.db": ("CheckReport", "MemoryDB"),
     ".tools": ("MemoryTools",),
 }

@@ -45,7 +45,7 @@ class StoreConfig(BaseModel):
     history_search: bool = True
     tokenizer: str = DEFAULT_TOKENIZER
     max_history_len: int | None = Field(default=None, ge=1)
-    #: Previous contents kept per workspace document (SPEC 14); 0 keeps none.
+    #: Previous contents kept per workspace document; 0 keeps none.
     doc_revisions: int = Field(default=50, ge=0, le=2**62)
 
     def __init__(self, **data: Any) -> None:

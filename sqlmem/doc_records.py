@@ -1,4 +1,4 @@
-"""The records of the workspace documents (SPEC 14): what `DocumentStore` returns.
+"""The records of the workspace documents: what `DocumentStore` returns.
 
 Output only: the stores build them from values they checked on the way in, without
 validation (`sqlmem.rules.documents`), as every other record read back is built. They are

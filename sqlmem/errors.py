@@ -26,6 +26,7 @@ __all__ = [
     "InvalidQueryError",
     "MigrationChecksumError",
     "MigrationError",
+    "MissingExtraError",
     "RevisionConflictError",
     "SchemaTooNewError",
     "SqlmemError",
@@ -60,7 +61,7 @@ class FactNotFoundError(SqlmemError, KeyError):
 
 
 class DocumentNotFoundError(SqlmemError, KeyError):
-    """A workspace document (or one of its revisions) that is not stored (SPEC 14)."""
+    """A workspace document (or one of its revisions) that is not stored."""
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
@@ -113,6 +114,12 @@ class CorruptDatabaseError(SqlmemError):
 
 class ExtractionError(SqlmemError):
     """A fact extractor's completion function failed or answered something not text."""
+
+
+class MissingExtraError(SqlmemError, ImportError):
+    """A module of sqlmem needs an optional extra that is not installed; the message names
+    it (`pip install 'sqlmem[...]'`). Also an ImportError, so code that probes for an
+    optional feature with `except ImportError` keeps working."""
 
 
 def _map(exc: apsw.Error, context: str) -> SqlmemError:

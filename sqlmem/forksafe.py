@@ -1,7 +1,7 @@
 """Fork safety: no SQLite connection, transaction or lock crosses `os.fork()`.
 
 SQLite forbids using a connection in a child process, and two real failures showed why
-"close the inherited connections in the child" is not enough (issue 23):
+"close the inherited connections in the child" is not enough:
 - closing a connection that another parent thread had inside a write transaction rolls it
   back, and in WAL mode that rollback clears, in the shared -shm, the index entries of the
   frames the parent's transaction had already spilled: the parent's commit then succeeded

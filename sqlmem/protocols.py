@@ -23,6 +23,8 @@ from .doc_records import (
     RevisionInfo,
 )
 from .records import Fact, Message
+from .rules.forget import ForgetReport
+from .rules.resolve import Resolver
 
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
     import numpy as np
@@ -37,10 +39,13 @@ __all__ = [
     "DocumentStore",
     "Embedder",
     "FactStore",
+    "Forgetting",
     "HistoryStore",
     "LayeredSearch",
+    "QueryEmbedder",
     "SearchMode",
     "VectorSearch",
+    "has_forgetting",
     "has_layered_search",
     "has_vector_search",
     "is_closed",
@@ -130,6 +135,7 @@ class FactStore(Protocol):
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]: ...
 
     def search_by_metadata(
@@ -154,6 +160,7 @@ class FactStore(Protocol):
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> builtins.list[Fact]: ...
 
     def tags(self) -> dict[str, int]: ...
@@ -162,7 +169,13 @@ class FactStore(Protocol):
 
     # 0.2 memory items (SPEC 12)
 
-    def remember(self, fact: Fact) -> str: ...
+    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str: ...
+
+    # 0.3 facts that change: chains by key, valid time
+
+    def supersede(self, old_id: str, fact: Fact) -> str: ...
+
+    def history(self, *, key: str | None = None, id: str | None = None) -> builtins.list[Fact]: ...
 
     def promote(self, fact_id: str, layer: str) -> Fact: ...
 
@@ -199,6 +212,20 @@ class Embedder(Protocol):
     model: str
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An `Embedder` that embeds a search query differently from a stored text.
+
+    Asymmetric retrieval models (e5, bge, nomic) are trained with one prefix or instruction
+    on queries and another on passages; embedding a query as if it were a passage costs them
+    several points of recall. When an embedder has `embed_query`, every search (facts,
+    history, packs, tools) embeds its query with it, and every stored text still goes
+    through `embed`. Both must return vectors of the same dims.
+    """
+
+    def embed_query(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
 @runtime_checkable
@@ -345,11 +372,26 @@ class LayeredSearch(Protocol):
 
 @runtime_checkable
 class VectorSearch(Protocol):
-    """A fact store that may hold vectors: with an `embedder` set, search modes "vector"
-    and "hybrid" work on it."""
+    """A store (facts or history) that may hold vectors: with an `embedder` set, search
+    modes "vector" and "hybrid" work on it."""
 
     @property
     def embedder(self) -> Embedder | None: ...
+
+
+@runtime_checkable
+class Forgetting(Protocol):
+    """A database that forgets a source and what was derived only from it: a session, a
+    message (`"msg:{session}#{seq}"`) or a document (`"doc:{path}"`), and every fact whose
+    references all point into it, in one transaction. SQLite's, the in-memory and
+    PostgreSQL's databases all have it; a database of a third party need not."""
+
+    def forget(self, source: str) -> ForgetReport: ...
+
+
+def has_forgetting(db: object) -> TypeGuard[Forgetting]:
+    """Whether `db` can `forget(source)`."""
+    return _has(Forgetting, db)
 
 
 def has_layered_search(store: object) -> TypeGuard[LayeredSearch]:

@@ -31,6 +31,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from .errors import InvalidArgumentError
+from .rules.chains import check_key
 from .rules.encoding import MAX_METADATA_DEPTH, dt_from_ms, dt_to_ms, encode_metadata_json
 from .rules.identity import fingerprint
 
@@ -257,6 +258,12 @@ class Fact(_Record):
     is always computed from `content` (here, and again by the store on write), `hits` is
     counted by the store (what a caller puts there is ignored by `index` and `remember`,
     so a fact read back can be written again as it is).
+
+    Facts that change: `key` names a slot ("user.city") whose facts form one chain per
+    layer, ordered by `valid_from` (None: not given, the fact is valid from `created_at`;
+    a fact placed in a chain reads back with it filled); `valid_to` and `superseded_by`
+    are output only, filled by the store from the chain (the next fact's `valid_from`
+    and id; None for the live one). A fact is live at T when valid_from <= T < valid_to.
     """
 
     id: str = ""
@@ -275,6 +282,10 @@ class Fact(_Record):
     expires_at: datetime | None = Field(default=None, strict=False)
     fingerprint: str = ""
     hits: int = 1
+    key: str = ""
+    valid_from: datetime | None = Field(default=None, strict=False)
+    valid_to: datetime | None = Field(default=None, strict=False)
+    superseded_by: str | None = None
     score: float | None = None
 
     @field_validator("content")
@@ -289,11 +300,11 @@ class Fact(_Record):
     def _category(cls, value: str) -> str:
         return check_category(value)
 
-    _timestamps = field_validator("created_at", "updated_at", "expires_at", mode="before")(
-        _datetime_or_iso_text
-    )
+    _timestamps = field_validator(
+        "created_at", "updated_at", "expires_at", "valid_from", "valid_to", mode="before"
+    )(_datetime_or_iso_text)
 
-    @field_validator("created_at", "updated_at", "expires_at")
+    @field_validator("created_at", "updated_at", "expires_at", "valid_from", "valid_to")
     @classmethod
     def _ms_precision(cls, value: datetime | None) -> datetime | None:
         return _truncate_ms(value)
@@ -307,6 +318,11 @@ class Fact(_Record):
     @classmethod
     def _unit(cls, value: float, info: ValidationInfo) -> float:
         return check_unit_interval(value, str(info.field_name))
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return check_key(value)
 
     @field_validator("references")
     @classmethod

@@ -5,6 +5,11 @@ An adapter takes `db_or_path`: a `MemoryDB` or `AsyncMemoryDB` the program alrea
 (the adapter then shares its engine and never closes it), or a path (the adapter opens the
 file and closes it with itself). The frameworks' interfaces are async, so calls run on a
 private `sqlmem.aio` runner: the event loop never waits for the write lock or the disk.
+
+A path is opened on first use, not in the constructor: frameworks build these objects
+inside their event loop (LangChain's `RunnableWithMessageHistory` calls the session
+factory there), and opening a file stats, reads and may migrate it. An async call opens
+it on the runner's thread (`run_db`/`write_db`), a sync call on the caller's.
 """
 
 from __future__ import annotations
@@ -12,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, Union
 
 from ..aio.db import AsyncMemoryDB
 from ..aio.runner import Runner
-from ..errors import InvalidArgumentError
-from ..sqlite.db import MemoryDB
+from ..errors import InvalidArgumentError, StoreClosedError
+from ..sqlite.db import MemoryDB, check_path
 
 __all__ = ["Backend", "DbOrPath", "settle"]
 
@@ -33,17 +39,45 @@ class Backend:
 
     def __init__(self, db_or_path: DbOrPath, owner: str) -> None:
         given: object = db_or_path.sync if isinstance(db_or_path, AsyncMemoryDB) else db_or_path
+        self._db: MemoryDB | None = None
+        self._path: str | None = None
         if isinstance(given, MemoryDB):
-            self.db, self._owns_db = given, False
+            self._db, self._owns_db = given, False
         elif isinstance(given, (str, os.PathLike)):
-            self.db, self._owns_db = MemoryDB(given), True
+            # Checked now (no disk access), opened on first use.
+            self._path, self._owns_db = check_path(given), True
         else:
             raise InvalidArgumentError(
                 f"{owner}: db_or_path must be a MemoryDB, an AsyncMemoryDB or a path, "
                 f"not {type(given).__name__}"
             )
+        self._owner = owner
+        self._closed = False
+        self._opening = threading.Lock()
         # One or two threads in practice: they start on demand (up to the runner's cap).
-        self._runner = Runner(name=owner, owner=self.db)
+        # Calls inside an atomic() block of a database the program gave us run on the
+        # block's thread; a database we open ourselves has no such blocks.
+        self._runner = Runner(name=owner, owner=self._db)
+
+    @property
+    def db(self) -> MemoryDB:
+        """The database, opened on first use when a path was given (on the calling
+        thread: async methods reach it through `run_db`/`write_db`)."""
+        db = self._db
+        if db is not None:
+            return db
+        with self._opening:
+            if self._closed:
+                raise StoreClosedError(f"{self._owner} is closed")
+            if self._db is None:
+                assert self._path is not None
+                self._db = MemoryDB(self._path)
+            return self._db
+
+    @property
+    def path(self) -> str:
+        """The database file's path, without opening it."""
+        return str(self._db.path if self._db is not None else self._path)
 
     async def run(self, call: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
         """`call(*args, **kwargs)` on a runner thread, awaited."""
@@ -54,11 +88,24 @@ class Backend:
         run = self._runner.run(functools.partial(call, *args, **kwargs), write=True)
         return await settle(run)
 
+    async def run_db(self, call: Callable[..., R], /, *args: Any) -> R:
+        """`call(db, *args)` on a runner thread: the database is opened there if needed."""
+        return await self.run(self._with_db, call, *args)
+
+    async def write_db(self, call: Callable[..., R], /, *args: Any) -> R:
+        """`run_db` for a write whose outcome the caller must know: see `settle`."""
+        return await self.write(self._with_db, call, *args)
+
+    def _with_db(self, call: Callable[..., R], *args: Any) -> R:
+        return call(self.db, *args)
+
     def close(self) -> None:
         """Waits for calls in flight; idempotent."""
         self._runner.shutdown()
-        if self._owns_db:
-            self.db.close()
+        with self._opening:
+            self._closed = True
+        if self._owns_db and self._db is not None:
+            self._db.close()
 
 
 async def settle(write: Awaitable[R]) -> R:

@@ -1,4 +1,4 @@
-"""sqlmem behind LangChain: a chat message history and a byte store (SPEC 18).
+"""sqlmem behind LangChain: a chat message history and a byte store.
 
     from sqlmem.adapters.langchain import SqlmemByteStore, SqlmemChatMessageHistory
     history = SqlmemChatMessageHistory("user-42", "memory.db")  # any BaseChatMessageHistory
@@ -24,24 +24,28 @@ thread pool, so the event loop never waits for the write lock or the disk.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    ChatMessage,
-    FunctionMessage,
-    SystemMessage,
-    ToolMessage,
-    message_to_dict,
-    messages_from_dict,
-)
-from langchain_core.stores import BaseStore
-
 from ..errors import InvalidArgumentError
+from ..extras import needs_extra
+
+with needs_extra("langchain", __name__):
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        ChatMessage,
+        FunctionMessage,
+        SystemMessage,
+        ToolMessage,
+        message_to_dict,
+        messages_from_dict,
+    )
+    from langchain_core.stores import BaseStore
+
 from ..records import Message, Role, ToolCall
 from ..rules.checks import check_session_id, check_text
 from ..sqlite.db import MemoryDB
@@ -73,7 +77,8 @@ class SqlmemChatMessageHistory(BaseChatMessageHistory):
     """LangChain's `BaseChatMessageHistory` over one session of a sqlmem database.
 
     `db_or_path`: a `MemoryDB` or `AsyncMemoryDB` (shared; `close()` leaves it open) or a
-    path (opened here, closed by `close()`).
+    path (opened on first use, closed by `close()`): constructing one never touches the
+    disk, so a session factory may build it inside the event loop.
     """
 
     def __init__(self, session_id: str, db_or_path: DbOrPath) -> None:
@@ -91,7 +96,7 @@ class SqlmemChatMessageHistory(BaseChatMessageHistory):
         return _langchain_messages(self._backend.db.history.get_all(self.session_id))
 
     async def aget_messages(self) -> list[BaseMessage]:
-        found = await self._backend.run(self._backend.db.history.get_all, self.session_id)
+        found = await self._backend.run_db(_get_all, self.session_id)
         return _langchain_messages(found)
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
@@ -100,19 +105,31 @@ class SqlmemChatMessageHistory(BaseChatMessageHistory):
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         converted = _sqlmem_messages(messages)
-        await self._backend.write(self._backend.db.history.append_many, self.session_id, converted)
+        await self._backend.write_db(_append_many, self.session_id, converted)
 
     def clear(self) -> None:
         """Remove the session's messages (and its sqlmem summary) from the file."""
         self._backend.db.history.purge(self.session_id)
 
     async def aclear(self) -> None:
-        await self._backend.write(self._backend.db.history.purge, self.session_id)
+        await self._backend.write_db(_purge, self.session_id)
 
     def close(self) -> None:
         """Waits for async calls in flight; closes the database if this object opened
         it. Idempotent."""
         self._backend.close()
+
+
+def _get_all(db: MemoryDB, session_id: str) -> list[Message]:
+    return db.history.get_all(session_id)
+
+
+def _append_many(db: MemoryDB, session_id: str, messages: list[Message]) -> None:
+    db.history.append_many(session_id, messages)
+
+
+def _purge(db: MemoryDB, session_id: str) -> None:
+    db.history.purge(session_id)
 
 
 class SqlmemByteStore(BaseStore[str, bytes]):
@@ -130,7 +147,11 @@ class SqlmemByteStore(BaseStore[str, bytes]):
         self.namespace = namespace
         self._ns = self.TAG + namespace
         self._backend = Backend(db_or_path, "SqlmemByteStore")
-        self._kv = SQLiteKeyValueStore(self._backend.db.engine)
+
+    @functools.cached_property
+    def _kv(self) -> SQLiteKeyValueStore:
+        """Built on first use, on the thread that makes it: a path opens only then."""
+        return SQLiteKeyValueStore(self._backend.db.engine)
 
     @property
     def db(self) -> MemoryDB:
@@ -140,27 +161,27 @@ class SqlmemByteStore(BaseStore[str, bytes]):
         return self._kv.get_many(self._ns, keys)
 
     async def amget(self, keys: Sequence[str]) -> list[bytes | None]:
-        return await self._backend.run(self._kv.get_many, self._ns, keys)
+        return await self._backend.run(self.mget, keys)
 
     def mset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
         """Store every pair in one transaction (all or none)."""
         self._kv.set_many(self._ns, key_value_pairs)
 
     async def amset(self, key_value_pairs: Sequence[tuple[str, bytes]]) -> None:
-        await self._backend.write(self._kv.set_many, self._ns, key_value_pairs)
+        await self._backend.write(self.mset, key_value_pairs)
 
     def mdelete(self, keys: Sequence[str]) -> None:
         self._kv.delete_many(self._ns, keys)
 
     async def amdelete(self, keys: Sequence[str]) -> None:
-        await self._backend.write(self._kv.delete_many, self._ns, keys)
+        await self._backend.write(self.mdelete, keys)
 
     def yield_keys(self, *, prefix: str | None = None) -> Iterator[str]:
         """Keys starting with `prefix`, in code point order, read a page at a time."""
         yield from self._kv.keys(self._ns, prefix or "")
 
     async def ayield_keys(self, *, prefix: str | None = None) -> AsyncIterator[str]:
-        keys = self._kv.keys(self._ns, prefix or "")
+        keys = self.yield_keys(prefix=prefix)  # a generator: it runs on the runner's thread
         while True:
             page = await self._backend.run(_next_page, keys)
             for key in page:

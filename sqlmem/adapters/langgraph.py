@@ -1,5 +1,5 @@
-"""sqlmem behind LangGraph: `SqlmemStore`, a `BaseStore` in the agent's memory file
-(SPEC 18), with LangGraph's vector search (`index`, SPEC 17).
+"""sqlmem behind LangGraph: `SqlmemStore`, a `BaseStore` in the agent's memory file,
+with LangGraph's vector search (`index`).
 
     from sqlmem.adapters.langgraph import SqlmemStore
     store = SqlmemStore("memory.db")        # instead of SqliteStore / InMemoryStore
@@ -10,9 +10,12 @@ Storage: the file's key-value table (`sqlmem.sqlite.kv`, migration kv). An item 
 row: its namespace tuple encoded into the row's namespace (tagged `langgraph:`, then each
 label as a JSON string followed by a comma), its key the row's key, its value compact
 JSON. The encoding is injective and keeps prefixes: a namespace prefix is a string prefix
-of the encoding exactly when it is a tuple prefix, so namespaces of any strings (`/`,
-`.`, empty labels, unicode, a thousand labels) never collide, and a search under a prefix
-is one range of the primary key. Vectors: one row per embedded field in kv_vectors
+of the encoding exactly when it is a tuple prefix, so namespaces (`/`, quotes, unicode,
+a thousand labels) never collide, and a search under a prefix is one range of the primary
+key. Labels follow LangGraph's rules all the same: a label that is empty, not a string, or
+holds `.` or NUL is refused with LangGraph's `InvalidNamespaceError`, for ops handed
+straight to `batch` too, so a program moves between LangGraph's stores and this one
+unchanged. Vectors: one row per embedded field in kv_vectors
 (`sqlmem.sqlite.kv_search`), gone with their item.
 
 Operations: `batch`/`abatch` run `GetOp`, `PutOp` (a None value deletes), `SearchOp`
@@ -21,10 +24,12 @@ Operations: `batch`/`abatch` run `GetOp`, `PutOp` (a None value deletes), `Searc
 `limit`, `offset`) in order; a batch holding a put is one transaction (all or nothing, and
 its reads see its own writes). The batch's texts are embedded first, in one call, before
 that transaction (`langgraph_index`). TTL: `ttl={"default_ttl": minutes,
-"refresh_on_read": bool}` or a put's own `ttl`; with the config's `refresh_on_read`, reads
-restart it (as SqliteStore); `start_ttl_sweeper()` runs a sweeper (a thread; a task of
-the loop for `AsyncSqlmemStore`); expired items are invisible at once and `sweep_ttl()`
-deletes them and their vectors. Values JSON cannot hold (NaN, bytes) are refused with
+"refresh_on_read": bool, "omit_expired": bool}` or a put's own `ttl`; with the config's
+`refresh_on_read`, reads restart it (as SqliteStore); `start_ttl_sweeper()` runs a
+sweeper (a thread; a task of the loop for `AsyncSqlmemStore`); expired items are
+invisible at once (what
+`omit_expired` asks for; it holds when False too) and `sweep_ttl()` deletes them and
+their vectors. Values JSON cannot hold (NaN, bytes) are refused with
 `InvalidArgumentError`.
 
 Search, filters first (in SQL as far as they compile, the rest in Python), then:
@@ -35,8 +40,8 @@ Search, filters first (in SQL as far as they compile, the rest in Python), then:
   LangGraph's stores report it), exact (numpy over the filtered items' vectors); items
   without a vector (`index=False`, no indexed field, a failed embedder) follow, unscored;
 - a query and `index={..., "hybrid": True}` (sqlmem's key): reciprocal rank fusion of
-  the BM25 and vector rankings (SPEC 17; `score` the fused value). Not the default:
-  LangGraph's tests and users read `score` as the cosine. BM25's statistics are then
+  the BM25 and vector rankings (k = 10, as in fact search; `score` the fused value). Not
+  the default: LangGraph's tests and users read `score` as the cosine. BM25's statistics are then
   those of the filtered items.
 
 Not yet: the BM25 of a query without an index is computed in Python over every item under
@@ -46,9 +51,12 @@ the prefix (no FTS5 index on the kv table: linear in those items); LangGraph's
 
 from __future__ import annotations
 
-from .langgraph_async import AsyncSqlmemStore, SyncCallInEventLoopError
-from .langgraph_saver import AsyncSqlmemSaver, SqlmemSaver
-from .langgraph_store import SqlmemStore, decode_namespace, encode_namespace
+from ..extras import needs_extra
+
+with needs_extra("langgraph", __name__):
+    from .langgraph_async import AsyncSqlmemStore, SyncCallInEventLoopError
+    from .langgraph_saver import AsyncSqlmemSaver, SqlmemSaver
+    from .langgraph_store import SqlmemStore, decode_namespace, encode_namespace
 
 __all__ = [
     "AsyncSqlmemSaver",

@@ -1,4 +1,4 @@
-"""`AsyncSqlmemStore` (SPEC 18): `SqlmemStore` as LangGraph's `AsyncSqliteStore` behaves,
+"""`AsyncSqlmemStore`: `SqlmemStore` as LangGraph's `AsyncSqliteStore` behaves,
 async first. In its own module for size; import it from `sqlmem.adapters.langgraph`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LangGraph store filters (SPEC 18): their meaning in Python, and the part SQL runs.
+"""LangGraph store filters: their meaning in Python, and the part SQL runs.
 
 A filter `{key: want, ...}` holds for an item when every entry holds. The key is a literal
 key of the value when the value has it, else a dotted path into nested objects

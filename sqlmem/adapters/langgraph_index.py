@@ -1,17 +1,17 @@
-"""The vector side of `SqlmemStore` (SPEC 17, 18): LangGraph's `index` config, the texts a
+"""The vector side of `SqlmemStore`: LangGraph's `index` config, the texts a
 put embeds, and vector / hybrid ranking of the items a search found.
 
 Config, as LangGraph defines it (`langgraph.store.base.IndexConfig`): `{"dims": int,
 "embed": Embeddings | callable | "provider:model", "fields": [...]}` (`fields` defaults to
 `["$"]`, the whole value as JSON; SqliteStore's name `text_fields` is read too). sqlmem's
 own key: `"hybrid": True` ranks a query by reciprocal rank fusion of BM25 and the vectors
-(SPEC 17: k = 60, each leg `max(4 * (offset + limit), 50)` deep, `score` the fused value)
+(k = 10 as in fact search, each leg `max(4 * (offset + limit), 50)` deep, `score` the fused value)
 instead of by the vectors alone (`score` the cosine, as LangGraph's stores report it).
 
 Embedding happens BEFORE the write transaction (`prepare` / `aprepare` run over a whole
 batch first): a slow model never holds the file's write lock. An embedder that raises or
 returns unusable output loses no write: the item is stored without vectors and a warning
-goes to the "sqlmem" logger (SPEC 17); a search then ranks it after the scored items.
+goes to the "sqlmem" logger, as for facts; a search then ranks it after the scored items.
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def _lost(exc: Exception, count: int) -> list[Vector | None]:
 
 def _query_failed(exc: Exception) -> None:
     """A query the embedder failed (logged): its search ranks no item by vector (all come
-    unscored, newest first), rather than failing the agent's turn (as SPEC 17's facts)."""
+    unscored, newest first), rather than failing the agent's turn (as fact search does)."""
     _log.warning(
         "sqlmem: LangGraph store embedder failed for a query; searching without its vector: %s: %s",
         type(exc).__name__,
@@ -242,7 +242,7 @@ def fuse(
     lexical: Sequence[int], semantic: Sequence[tuple[int, float | None]], depth: int
 ) -> list[tuple[int, float | None]]:
     """Hybrid: reciprocal rank fusion of the BM25 ranking and the vector ranking (only
-    items with a vector), each `hybrid_leg_size(depth)` deep (SPEC 17)."""
+    items with a vector), each `hybrid_leg_size(depth)` deep, as in fact search."""
     leg = hybrid_leg_size(depth)
     vector_leg = [i for i, score in semantic if score is not None][:leg]
     fused = reciprocal_rank_fusion(list(lexical[:leg]), vector_leg, leg)

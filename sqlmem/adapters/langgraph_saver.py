@@ -1,5 +1,5 @@
 """sqlmem behind LangGraph's checkpointer: `SqlmemSaver` and `AsyncSqlmemSaver`, a
-`BaseCheckpointSaver` in the agent's memory file (SPEC 18). Import them from
+`BaseCheckpointSaver` in the agent's memory file. Import them from
 `sqlmem.adapters.langgraph`.
 
     from sqlmem.adapters.langgraph import SqlmemSaver
@@ -22,6 +22,7 @@ loop (`SyncCallInEventLoopError`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -63,7 +64,11 @@ class SqlmemSaver(BaseCheckpointSaver[str]):
     def __init__(self, db_or_path: DbOrPath, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
         self._backend = Backend(db_or_path, type(self).__name__)
-        self._store = SQLiteCheckpointStore(self._backend.db.engine)
+
+    @functools.cached_property
+    def _store(self) -> SQLiteCheckpointStore:
+        """Built on first use, on the thread that makes it: a path opens only then."""
+        return SQLiteCheckpointStore(self._backend.db.engine)
 
     @property
     def db(self) -> MemoryDB:
@@ -183,19 +188,16 @@ class SqlmemSaver(BaseCheckpointSaver[str]):
         await self._backend.write(self._put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await self._backend.write(self._store.delete_thread, str(thread_id))
+        await self._backend.write(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        await self._backend.write(self._store.delete_for_runs, run_ids)
+        await self._backend.write(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        await self._backend.write(
-            self._store.copy_thread, str(source_thread_id), str(target_thread_id)
-        )
+        await self._backend.write(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        threads = [str(t) for t in _sequence(thread_ids)]
-        await self._backend.write(self._store.prune, threads, strategy)
+        await self._backend.write(self.prune, thread_ids, strategy=strategy)
 
     # -- the work ---------------------------------------------------------------------------
 

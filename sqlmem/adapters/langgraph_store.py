@@ -1,4 +1,4 @@
-"""`SqlmemStore`, LangGraph's `BaseStore` over sqlmem (SPEC 18): see
+"""`SqlmemStore`, LangGraph's `BaseStore` over sqlmem: see
 `sqlmem.adapters.langgraph`, which documents it and is where to import it from."""
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from ..sqlite.kv_search import SQLiteKVSearch
 from ._backend import Backend, DbOrPath
 from .langgraph_filter import at, compile_filter, matches, single_equality
 from .langgraph_index import Prepared, StoreIndex, fuse, rank_by_vectors
+from .langgraph_labels import check_op_namespaces
 
 __all__ = ["SqlmemStore", "decode_namespace", "encode_namespace"]
 
@@ -107,9 +108,21 @@ class SqlmemStore(BaseStore):
         self._sweeper: threading.Thread | None = None
         self._stop_sweeping = threading.Event()
         self._backend = Backend(db_or_path, "SqlmemStore")
-        self._kv = SQLiteKeyValueStore(self._backend.db.engine)
-        self._search_sql = SQLiteKVSearch(self._backend.db.engine)
-        self._compiler = compiler_for(self._backend.db.engine.tokenizer)
+
+    # Built on first use, on the thread that makes it: a path opens only then (an async
+    # call's on the runner's thread), so constructing a store never touches the disk.
+
+    @functools.cached_property
+    def _kv(self) -> SQLiteKeyValueStore:
+        return SQLiteKeyValueStore(self._backend.db.engine)
+
+    @functools.cached_property
+    def _search_sql(self) -> SQLiteKVSearch:
+        return SQLiteKVSearch(self._backend.db.engine)
+
+    @functools.cached_property
+    def _compiler(self) -> Any:
+        return compiler_for(self._backend.db.engine.tokenizer)
 
     @property
     def db(self) -> MemoryDB:
@@ -117,11 +130,13 @@ class SqlmemStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_op_namespaces(ops)
         prepared = self._index.prepare(ops) if self._index is not None else {}
         return self._batch(ops, prepared)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         ops = list(ops)
+        check_op_namespaces(ops)
         prepared = await self._index.aprepare(ops) if self._index is not None else {}
         if any(isinstance(op, PutOp) for op in ops):
             return await self._backend.write(self._batch, ops, prepared)
@@ -136,10 +151,13 @@ class SqlmemStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete every expired item (of every store in the file's kv table)."""
+        return self._sweep()
+
+    def _sweep(self) -> int:
         return self._kv.sweep()
 
     async def asweep_ttl(self) -> int:
-        return await self._backend.write(self._kv.sweep)
+        return await self._backend.write(self._sweep)
 
     def start_ttl_sweeper(
         self, sweep_interval_minutes: float | None = None

@@ -1,4 +1,4 @@
-"""sqlmem behind the OpenAI Agents SDK: `SqlmemSession`, its `Session` protocol (SPEC 18).
+"""sqlmem behind the OpenAI Agents SDK: `SqlmemSession`, its `Session` protocol.
 
     from sqlmem.adapters.openai_agents import SqlmemSession
     session = SqlmemSession("user-42", "memory.db")   # instead of SQLiteSession(...)
@@ -26,16 +26,22 @@ the SDK's easy input messages: `{"role": ..., "content": ...}`, a tool result as
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agents.memory.session_settings import SessionSettings
-
 from ..errors import InvalidArgumentError
+from ..extras import needs_extra
+
+with needs_extra("openai-agents", __name__):
+    from agents.memory.session import _CompactionSnapshot
+    from agents.memory.session_settings import SessionSettings
+    from agents.run_context import RunContextWrapper
+
 from ..records import Message, Role, ToolCall
 from ..rules.checks import check_session_id
 from ..sqlite.session_items import read_items
 from ._backend import Backend, DbOrPath
+from .openai_agents_compaction import read_compaction_snapshot
 
 __all__ = ["ITEM_KEY", "SqlmemSession", "item_from_message", "message_from_item"]
 
@@ -61,6 +67,11 @@ class SqlmemSession:
     path (opened here, closed by `close()`). `limit`: how many of the latest items
     `get_items()` returns when called without one (None: all); the SDK reads it as
     `session_settings.limit`.
+
+    Every method takes the SDK's optional `wrapper=` (its run context, passed to sessions
+    whose four methods all accept it) and ignores it: what is stored does not depend on
+    the run, and accepting it lets wrapping sessions (encryption, compaction) hand their
+    context through to us unchanged.
     """
 
     session_settings: SessionSettings | None
@@ -77,7 +88,9 @@ class SqlmemSession:
         """The `MemoryDB` the session lives in (its history, facts, maintenance)."""
         return self._backend.db
 
-    async def get_items(self, limit: int | None = None) -> list[Any]:
+    async def get_items(
+        self, limit: int | None = None, *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> list[Any]:
         """The latest `limit` items oldest first, exactly (no pair repair: the SDK does
         its own). None: `session_settings.limit`, and all items when that is None too.
         0 gives none; a negative limit gives all (as the SDK's SQLiteSession does)."""
@@ -87,22 +100,44 @@ class SqlmemSession:
             limit = None
         elif limit == 0:
             return []
-        return await self._backend.run(_items, self._backend.db.engine, self.session_id, limit)
+        return await self._backend.run_db(_items, self.session_id, limit)
 
-    async def add_items(self, items: list[Any]) -> None:
+    async def add_items(
+        self, items: list[Any], *, wrapper: RunContextWrapper[Any] | None = None
+    ) -> None:
         """Append the items in order, in one transaction: all of them or none."""
         messages = [message_from_item(item, f"items[{i}]") for i, item in enumerate(items)]
-        history = self._backend.db.history
-        await self._backend.write(history.append_many, self.session_id, messages)
+        await self._backend.write_db(_append_many, self.session_id, messages)
 
-    async def pop_item(self) -> Any | None:
+    async def pop_item(self, *, wrapper: RunContextWrapper[Any] | None = None) -> Any | None:
         """Remove and return the newest item (None for an empty session)."""
-        message = await self._backend.write(self._backend.db.history.pop, self.session_id)
+        message = await self._backend.write_db(_pop, self.session_id)
         return None if message is None else item_from_message(message)
 
-    async def clear_session(self) -> None:
+    async def clear_session(self, *, wrapper: RunContextWrapper[Any] | None = None) -> None:
         """Remove every item of the session (and its sqlmem summary) from the file."""
-        await self._backend.write(self._backend.db.history.purge, self.session_id)
+        await self._backend.write_db(_purge, self.session_id)
+
+    async def _get_compaction_snapshot(
+        self, limit: int, *, prune_prefix: Callable[[Any], bool] | None = None
+    ) -> _CompactionSnapshot | None:
+        """The hook the SDK's `OpenAIResponsesCompactionSession` reads to compact a run's
+        exchange atomically (see `openai_agents_compaction`). None, so the SDK keeps the
+        history, when a subclass changes how items are read or written: the snapshot
+        would bypass that change."""
+        if any(
+            getattr(type(self), name) is not getattr(SqlmemSession, name)
+            for name in ("get_items", "add_items", "pop_item")
+        ):
+            return None
+        return await read_compaction_snapshot(
+            self._backend,
+            self.session_id,
+            limit,
+            message_from_item,
+            item_from_message,
+            prune_prefix,
+        )
 
     def close(self) -> None:
         """Waits for calls in flight; closes the database if the session opened it.
@@ -110,7 +145,7 @@ class SqlmemSession:
         self._backend.close()
 
     def __repr__(self) -> str:
-        return f"<SqlmemSession {self.session_id!r} in {str(self._backend.db.path)!r}>"
+        return f"<SqlmemSession {self.session_id!r} in {self._backend.path!r}>"
 
 
 def _check_limit(limit: Any) -> int:
@@ -159,10 +194,23 @@ def item_from_message(message: Message) -> Any:
     return _easy_item(message.role, message.content, message.tool_call_id)
 
 
-def _items(engine: Any, session_id: str, limit: int | None) -> list[Any]:
+def _items(db: Any, session_id: str, limit: int | None) -> list[Any]:
     """The items of `read_items`' rows, decoded on the runner's thread (as the SDK's
     SQLiteSession decodes on its worker), not on the event loop."""
-    return [_item_from_row(row) for row in read_items(engine, session_id, limit)]
+    return [_item_from_row(row) for row in read_items(db.engine, session_id, limit)]
+
+
+def _append_many(db: Any, session_id: str, messages: list[Message]) -> None:
+    db.history.append_many(session_id, messages)
+
+
+def _pop(db: Any, session_id: str) -> Message | None:
+    message: Message | None = db.history.pop(session_id)
+    return message
+
+
+def _purge(db: Any, session_id: str) -> None:
+    db.history.purge(session_id)
 
 
 #: Metadata is compact JSON text we wrote, usually exactly `{"openai_agents_item":

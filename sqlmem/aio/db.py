@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, SqlmemError
-from ..protocols import CheckResult, Database, Embedder, is_closed
+from ..protocols import CheckResult, Database, Embedder, has_forgetting, is_closed
+from ..rules.forget import ForgetReport
 from .atomic import AsyncAtomic
 
 if TYPE_CHECKING:
@@ -105,6 +106,13 @@ class AsyncMemoryDB:
 
     async def maintain(self) -> dict[str, Any]:
         return await self._runner.run(self._db.maintain)
+
+    async def forget(self, source: str) -> ForgetReport:
+        """`forget(source)` of the database (every backend of sqlmem's has it), awaited."""
+        db = self._db
+        if not has_forgetting(db):
+            raise InvalidArgumentError(f"{type(db).__name__} cannot forget(source)")
+        return await self._runner.run(functools.partial(db.forget, source))
 
     async def vacuum(self) -> None:
         db = self._db

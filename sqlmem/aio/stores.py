@@ -65,6 +65,8 @@ class AsyncFactStore(AsyncStore):
     tags = off_loop(FactStore.tags)
     categories = off_loop(FactStore.categories)
     remember = off_loop(FactStore.remember, write=True)
+    supersede = off_loop(FactStore.supersede, write=True)
+    history = off_loop(FactStore.history)
     promote = off_loop(FactStore.promote, write=True)
     promote_eligible = off_loop(FactStore.promote_eligible, write=True)
     expire = off_loop(FactStore.expire, write=True)

@@ -28,10 +28,13 @@ def _handlers() -> dict[str, Handler]:
     from .commands import run_check, run_history, run_info, run_migrate, run_search
     from .demo import run_demo
     from .docs import run_docs
+    from .facts_commands import run_fact_history, run_forget
     from .mcp_server import run_mcp
     from .memory_commands import run_embed, run_maintain, run_pack, run_vacuum
+    from .recall import run_recall
     from .sessions import run_sessions
     from .transfer import run_export, run_import
+    from .ui_command import run_ui
 
     return {
         "demo": run_demo,
@@ -49,6 +52,10 @@ def _handlers() -> dict[str, Handler]:
         "embed": run_embed,
         "pack": run_pack,
         "mcp": run_mcp,
+        "recall": run_recall,
+        "ui": run_ui,
+        "fact-history": run_fact_history,
+        "forget": run_forget,
     }
 
 
@@ -89,7 +96,7 @@ def _run(argv: list[str]) -> int:
     if args.command is None:
         raise UsageError(
             "a command is required: demo, info, check, migrate, search, history, sessions, "
-            "export, import, docs, maintain, vacuum, embed, pack or mcp",
+            "export, import, docs, maintain, vacuum, embed, pack, mcp or ui",
             "sqlmem",
         )
     return _handlers()[args.command](args, Output(args.json))

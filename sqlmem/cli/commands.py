@@ -140,6 +140,8 @@ def run_search(args: argparse.Namespace, out: Output) -> int:
         )
     if args.session is not None and not args.history:
         raise _usage("--session applies to --history only", "search")
+    if args.history and args.as_of is not None:
+        raise _usage("--as-of applies to fact search only, not with --history", "search")
     if (args.mode in ("vector", "hybrid")) != (args.embedder is not None):
         raise _usage("--mode vector and hybrid go with --embedder (and only they)", "search")
     note = None
@@ -151,7 +153,9 @@ def run_search(args: argparse.Namespace, out: Output) -> int:
             results = [message_json(m) for m in found]
             note = _unindexed_note(db, args.session, args.path)
         else:
-            facts = db.facts.search(args.query, args.top_k, mode=args.mode or "any")
+            facts = db.facts.search(
+                args.query, args.top_k, mode=args.mode or "any", as_of=args.as_of
+            )
             results = [fact_json(f) for f in facts]
     data: dict[str, Any] = {
         "query": args.query,

@@ -31,6 +31,7 @@ from ..context import Consolidator, LLMExtractor, build_memory_pack, inject_memo
 from ..errors import SqlmemError
 from ..factory import MemoryFactory
 from ..records import Message, ToolCall
+from ..rules.documents import check_day, daily_path
 from ..sqlite.db import MemoryDB
 from .opening import CommandError
 from .output import Output, fact_json, message_json, message_line, preview, sqlmem_command
@@ -140,7 +141,7 @@ def _workspace(db: MemoryDB) -> dict[str, Any]:
     agent injects (golemcore's), plus the memory pack for a question BM25 cannot answer."""
     lines = sorted(f"- {f.content}" for f in db.facts.list(limit=100))
     written = db.docs.write("MEMORY.md", "# Memory\n" + "\n".join(lines) + "\n")
-    db.docs.append_daily("Met a user who just moved to Lisbon with their dog.")
+    _note_once(db, "Met a user who just moved to Lisbon with their dog.")
     pack = build_memory_pack(db.facts, SEMANTIC_QUERY)
     return {
         "memory_md_revision": written.revision,
@@ -151,6 +152,15 @@ def _workspace(db: MemoryDB) -> dict[str, Any]:
         "pack": pack.text,
         "pack_tokens": pack.tokens,
     }
+
+
+def _note_once(db: MemoryDB, line: str) -> None:
+    """The demo's line in today's note, unless an earlier run today wrote it: running the
+    demo again must not grow the note by the same line each time."""
+    today = check_day(None)
+    note = db.docs.read(daily_path(today))
+    if note is None or line not in note.content.splitlines():
+        db.docs.append_daily(line, day=today)
 
 
 def _walk_through(db: MemoryDB, data_dir: Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""`sqlmem docs PATH ACTION`: the workspace documents of a database (SPEC 14).
+"""`sqlmem docs PATH ACTION`: the workspace documents of a database.
 
 `list`, `show`, `history`, `search` and `export` only read: they open the file through
 `open_existing` (never created, never migrated, never written, no write lock). `write`,

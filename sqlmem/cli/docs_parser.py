@@ -1,8 +1,9 @@
-"""The grammar of `sqlmem docs PATH ACTION ...` (SPEC 14), one small function per action."""
+"""The grammar of `sqlmem docs PATH ACTION ...`, one small function per group of actions."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .parser import _command, _common, _epilog, _Parser, _positive
@@ -11,6 +12,9 @@ if TYPE_CHECKING:
     from .parser import _Commands
 
 __all__ = ["add_docs"]
+
+#: Adds one action: its name, help text and examples; returns its parser for the arguments.
+_Action = Callable[..., argparse.ArgumentParser]
 
 
 def add_docs(commands: _Commands) -> None:
@@ -38,6 +42,15 @@ def add_docs(commands: _Commands) -> None:
         _common(parser)
         return parser
 
+    _add_reading(action)
+    _add_changing(action)
+    _add_revisions(action)
+    _add_search(action)
+    _add_folder_sync(action)
+
+
+def _add_reading(action: _Action) -> None:
+    """`list` and `show`."""
     listing = action(
         "list",
         "list the documents by (sort_order, path), with their flags and revisions",
@@ -55,6 +68,9 @@ def add_docs(commands: _Commands) -> None:
     show.add_argument("file", metavar="FILE", help="the document's path, e.g. MEMORY.md")
     show.add_argument("--revision", type=_positive, default=None, metavar="N")
 
+
+def _add_changing(action: _Action) -> None:
+    """`write` and `edit`."""
     write = action(
         "write",
         "replace a document's content (from a file, or standard input)",
@@ -81,6 +97,9 @@ def add_docs(commands: _Commands) -> None:
     edit.add_argument("new", metavar="NEW", help="the text to put instead")
     edit.add_argument("--all", action="store_true", help="replace every occurrence")
 
+
+def _add_revisions(action: _Action) -> None:
+    """`history` and `restore`."""
     history = action(
         "history",
         "list a document's kept revisions, newest first",
@@ -96,6 +115,8 @@ def add_docs(commands: _Commands) -> None:
     restore.add_argument("file", metavar="FILE")
     restore.add_argument("revision", type=_positive, metavar="N", help="the revision to restore")
 
+
+def _add_search(action: _Action) -> None:
     search = action(
         "search",
         "search the documents' blocks (runs of non-blank lines) by relevance",
@@ -106,6 +127,9 @@ def add_docs(commands: _Commands) -> None:
     search.add_argument("-k", "--top-k", type=_positive, default=10, metavar="N")
     search.add_argument("--prefix", default="", metavar="P", help="only paths starting with P")
 
+
+def _add_folder_sync(action: _Action) -> None:
+    """`export` and `import`: the documents as files of a folder, and back."""
     export = action(
         "export",
         "write every document as a file under DIR (0700 folders, 0600 files)",

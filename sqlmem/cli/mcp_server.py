@@ -1,5 +1,5 @@
 """`sqlmem mcp PATH [--read-only]`: an agent's memory file as a Model Context Protocol
-server over stdio (SPEC 16), so desktop and IDE agents can use the same memory.
+server over stdio, so desktop and IDE agents can use the same memory.
 
 It serves exactly the tools of `sqlmem.tools.MemoryTools`: the same names, schemas,
 descriptions and JSON results, errors included (`isError` set, the JSON body saying

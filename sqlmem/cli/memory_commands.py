@@ -1,4 +1,4 @@
-"""`sqlmem maintain`, `vacuum`, `embed` and `pack` (SPEC 10, 0.2), and the embedder option
+"""`sqlmem maintain`, `vacuum`, `embed` and `pack`, and the embedder option
 that `search` and these share."""
 
 from __future__ import annotations
@@ -10,21 +10,25 @@ from typing import Any
 from ..sqlite.db import open as open_db
 from .opening import CommandError, existing_path, open_existing
 from .output import Output, Progress
+from .parser import UsageError
+from .parser_02 import EMBEDDERS
 
 __all__ = ["load_embedder", "run_embed", "run_maintain", "run_pack", "run_vacuum"]
 
-#: Embedders the command line can build by name (`--embedder`).
-EMBEDDERS = ("wordllama",)
 
-
-def load_embedder(name: str | None) -> Any:
-    """The embedder `--embedder NAME` asks for (None without one)."""
+def load_embedder(name: str | None, **onnx_options: Any) -> Any:
+    """The embedder `--embedder NAME` asks for (None without one). `onnx:DIR` builds an
+    OnnxEmbedder of that folder with `onnx_options` (prefixes, pooling)."""
     if name is None:
         return None
     if name == "wordllama":
         from ..embedders.word_llama import WordLlamaEmbedder
 
         return WordLlamaEmbedder()  # SqlmemError (one line) when the extra is missing
+    if name.startswith("onnx:"):
+        from ..embedders.onnx import OnnxEmbedder
+
+        return OnnxEmbedder(name[len("onnx:") :], **onnx_options)
     raise CommandError(f"unknown embedder {name!r}; use one of {', '.join(EMBEDDERS)}")
 
 
@@ -86,10 +90,15 @@ def _embed_text(data: dict[str, Any]) -> list[str]:
 
 
 def run_pack(args: argparse.Namespace, out: Output) -> int:
-    """The memory pack for a query (SPEC 13), with its diagnostics; read-only."""
+    """The memory pack for a query, with its diagnostics; read-only."""
     from ..context.pack import build_memory_pack
     from ..context.pack_config import PackConfig
 
+    if args.max_budget < args.budget:
+        raise UsageError(
+            f"--max-budget ({args.max_budget}) must be at least --budget ({args.budget})",
+            "sqlmem pack",
+        )
     config = PackConfig(soft_budget_tokens=args.budget, max_budget_tokens=args.max_budget)
     with open_existing(args.path, load_embedder(args.embedder)) as db:
         pack = build_memory_pack(db.facts, args.query, config)

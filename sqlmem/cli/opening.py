@@ -45,7 +45,7 @@ def schema_version(path: Path) -> int:
     another program had set to 1, once a second migration existed.
     """
     keep_wal = wal_has_frames(path)
-    conn = connect(path, StoreConfig())
+    conn = connect(path, StoreConfig(), read_only=True)
     try:
         make_read_only(conn, path, keep_wal=keep_wal)  # closing it must not checkpoint
         check_is_database(conn, path)
@@ -72,6 +72,7 @@ def open_existing(path: str, embedder: Any = None) -> MemoryDB:
             f"{resolved}: schema version {version} is older than {latest}; "
             f"run 'sqlmem migrate {path}' first"
         )
-    # Read-only: no WAL switch, no open hook, no optimize, no write lock (SPEC 10). A
+    # Read-only: no WAL switch, no open hook, no optimize, no write lock, so
+    # inspecting a file another process writes never changes or blocks it. A
     # newer schema raises SchemaTooNewError, file untouched.
     return MemoryDB(resolved, embedder=embedder, _read_only=True)

@@ -148,6 +148,13 @@ def fact_json(fact: Fact) -> dict[str, Any]:
         "fingerprint": fact.fingerprint,
         "hits": fact.hits,
     }
+    if fact.key or fact.valid_from is not None or fact.superseded_by is not None:
+        data.update(  # facts that change; left out for others (0.2's output is kept)
+            key=fact.key,
+            valid_from=fact.valid_from,
+            valid_to=fact.valid_to,
+            superseded_by=fact.superseded_by,
+        )
     if fact.score is not None:
         data["score"] = fact.score
     return data

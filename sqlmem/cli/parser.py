@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn, TypeAlias
 
-from .parser_02 import embedder_option
+from .parser_02 import at_least, embedder_option
 
 __all__ = ["UsageError", "build_parser"]
 
@@ -36,14 +36,7 @@ class _Parser(argparse.ArgumentParser):
 _Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
+_positive = at_least(1)
 
 
 def _epilog(*examples: str) -> str:
@@ -97,7 +90,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_docs(commands)
     add_memory_commands(commands, _command, _existing, _progress)
+    from .facts_commands import add_facts_commands
+
+    add_facts_commands(commands, _command, _existing)
     _mcp(commands)
+    from .recall import add_recall
+
+    add_recall(commands, _command)
+    _ui(commands)
     return parser
 
 
@@ -172,6 +172,7 @@ def _search(commands: _Commands) -> None:
         "sqlmem search memory.db 'NEAR(dog name, 3)' --mode raw",
         "sqlmem search memory.db 'what do I eat?' --mode hybrid --embedder wordllama",
         "sqlmem search memory.db 'where was I born?' --history --mode vector --embedder wordllama",
+        "sqlmem search memory.db 'where does the user live?' --as-of 2024-06-01",
     )
     _existing(search)
     search.add_argument("query", metavar="QUERY", help="any text (FTS5 syntax with --mode raw)")
@@ -198,6 +199,15 @@ def _search(commands: _Commands) -> None:
     embedder_option(search)
     search.add_argument(
         "--session", metavar="S", default=None, help="with --history: only this session"
+    )
+    from .facts_commands import parse_as_of
+
+    search.add_argument(
+        "--as-of",
+        type=parse_as_of,
+        default=None,
+        metavar="TIME",
+        help="facts only: those valid at this ISO 8601 date or time instead of now",
     )
 
 
@@ -284,8 +294,30 @@ def _mcp(commands: _Commands) -> None:
     )
     mcp.add_argument(
         "--busy-timeout-ms",
-        type=int,
+        type=at_least(0, 2**31 - 1),  # StoreConfig's range (a C int in SQLite)
         default=5000,
         metavar="MS",
         help="how long a write waits for another writer before answering busy (default 5000)",
     )
+
+
+def _ui(commands: _Commands) -> None:
+    ui = _command(
+        commands,
+        "ui",
+        "a local web inspector of one agent's memory (needs the 'ui' extra)",
+        "sqlmem ui memory.db",
+        "sqlmem ui memory.db --port 9000 --write",
+    )
+    ui.add_argument(
+        "target", metavar="TARGET", help='an existing memory.db, ":memory:" or a postgresql:// URL'
+    )
+    ui.add_argument("--port", type=int, default=8765, help="port to listen on (0: any free one)")
+    ui.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)"
+    )
+    ui.add_argument(
+        "--write", action="store_true", help="allow restoring document revisions (CSRF-protected)"
+    )
+    ui.add_argument("--agent-id", default=None, help="whose memory, for a PostgreSQL URL")
+    embedder_option(ui)

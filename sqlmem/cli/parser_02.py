@@ -3,17 +3,52 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["add_memory_commands", "embedder_option"]
+__all__ = ["EMBEDDERS", "add_memory_commands", "at_least", "embedder_option", "embedder_spec"]
+
+
+#: Embedders the command line can build by name (`--embedder`); `onnx:DIR` names a folder.
+EMBEDDERS = ("wordllama", "onnx:DIR")
+
+
+def embedder_spec(text: str) -> str:
+    """`--embedder`'s value, checked as the command line is read (argparse `type=`)."""
+    if text == "wordllama" or (text.startswith("onnx:") and len(text) > len("onnx:")):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"unknown embedder {text!r}; use one of {', '.join(EMBEDDERS)}"
+    )
+
+
+def at_least(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number >= `minimum` (and <= `maximum`). A bad value is
+    then a usage error (exit status 2) that names the flag, not a store's refusal naming
+    its parameter."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, got {value}")
+        return value
+
+    return whole_number
 
 
 def embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder",
-        choices=("wordllama",),
+        type=embedder_spec,
         default=None,
-        help="embed with this model (needs the 'embed' extra: pip install 'sqlmem[embed]')",
+        metavar="wordllama|onnx:DIR",
+        help="embed with this model: wordllama (the 'embed' extra) or an ONNX export in a "
+        "local folder (the 'onnx' extra)",
     )
 
 
@@ -41,10 +76,14 @@ def add_memory_commands(commands: Any, command: Any, existing: Any, progress: An
     )
     existing(embed)
     embed.add_argument(
-        "--embedder", choices=("wordllama",), default="wordllama", help="the model (default)"
+        "--embedder",
+        type=embedder_spec,
+        default="wordllama",
+        metavar="wordllama|onnx:DIR",
+        help="the model (default wordllama)",
     )
     embed.add_argument(
-        "--batch-size", type=int, default=64, metavar="N", help="texts per model call"
+        "--batch-size", type=at_least(1), default=64, metavar="N", help="texts per model call"
     )
     progress(embed)
     pack = command(
@@ -56,6 +95,8 @@ def add_memory_commands(commands: Any, command: Any, existing: Any, progress: An
     )
     existing(pack)
     pack.add_argument("query", metavar="QUERY", help="any text ('' for the newest items)")
-    pack.add_argument("--budget", type=int, default=1800, help="soft token budget")
-    pack.add_argument("--max-budget", type=int, default=3500, help="hard token budget")
+    pack.add_argument("--budget", type=at_least(0), default=1800, help="soft token budget")
+    pack.add_argument(
+        "--max-budget", type=at_least(0), default=3500, help="hard token budget (>= --budget)"
+    )
     embedder_option(pack)

@@ -4,7 +4,8 @@ and sqlite/importer.py (format: rules/export_format.py).
 Export writes to a temporary file beside the target and renames it into place, so an
 interrupted export never leaves a truncated backup under the real name; the temporary
 file (a partial copy of the memory) is removed on any failure and on SIGINT, SIGTERM and
-SIGHUP. Folders it creates are 0700 and the file 0600, like the engine's own (SPEC 2).
+SIGHUP. Folders it creates are 0700 and the file 0600, like the engine's own
+(a memory file is private to its user).
 It refuses any output that is the database or one of SQLite's files beside it, however
 spelled: `..`, symbolic links, hard links. Import reads and
 checks the file's header before it opens (or creates) the database, so a wrong file

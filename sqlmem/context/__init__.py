@@ -12,6 +12,7 @@ from .extract import ExtractionError, Extractor, LLMExtractor, NopExtractor
 from .inject import inject_memory
 from .pack import MemoryPack, PackItem, build_memory_pack
 from .pack_config import PackConfig
+from .resolver import ContradictionResolver
 from .tokens import Estimator, estimate_tokens
 from .workspace_extract import ExtractionOutcome, WorkspaceExtractor
 
@@ -24,6 +25,7 @@ __all__ = [
     "ConsolidationResult",
     "Consolidator",
     "ContextWindow",
+    "ContradictionResolver",
     "Estimator",
     "ExtractionError",
     "ExtractionOutcome",

@@ -41,8 +41,10 @@ preferences, plans, relationships, projects and decisions. Skip small talk, anyt
 relevant to this moment, and facts about the assistant.
 
 Write each fact as a short, self-contained sentence on its own line (for example: The user \
-is allergic to peanuts). Write nothing else. If there is nothing worth remembering, reply \
-with the single word NONE.
+is allergic to peanuts). When a fact is the current value of something that can change \
+(where the user lives, their job, their diet), start its line with a key in brackets \
+naming that slot, for example: [user.city] The user lives in Berlin. Write nothing else. \
+If there is nothing worth remembering, reply with the single word NONE.
 
 Conversation:
 {transcript}
@@ -53,6 +55,8 @@ Conversation:
 # starting with "--" never matches (the second "-" is not whitespace) and is kept as is.
 _BULLET = re.compile(r"^(?:[-*•]|\d+[.)])(?:\s+|$)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# An optional slot key before a fact: "[user.city] The user lives in Berlin."
+_KEYED = re.compile(r"^\[([A-Za-z0-9._:-]{1,128})\]\s+(\S.*)$")
 
 
 @runtime_checkable
@@ -84,6 +88,13 @@ def parse_facts(text: str) -> list[str]:
             seen.add(key)
             facts.append(line)
     return facts
+
+
+def split_key(line: str) -> tuple[str, str]:
+    """A parsed fact line as (key, text): the key of a "[key] text" line, else ''. Older
+    answers (no brackets) read as before."""
+    keyed = _KEYED.match(line)
+    return (keyed.group(1), keyed.group(2)) if keyed else ("", line)
 
 
 def _transcript(messages: Sequence[Message]) -> str:
@@ -145,7 +156,8 @@ class LLMExtractor:
                 f"{type(answer).__name__}, not str"
             )
         facts = [
-            Fact(id=fact_id(text), content=text, source=session_id) for text in parse_facts(answer)
+            Fact(id=fact_id(text), content=text, source=session_id, key=key)
+            for key, text in map(split_key, parse_facts(answer))
         ]
         if store is None:
             return facts

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import zip_longest
-from typing import cast
+from typing import Literal, cast
 
 from ..errors import InvalidArgumentError
-from ..protocols import FactStore, SearchMode, has_vector_search
+from ..protocols import FactStore, HistoryStore, has_vector_search
 from ..records import Fact
 from ..rules.async_guard import refuse_async
 from .tokens import Estimator, estimate_tokens
@@ -41,8 +41,9 @@ def bullet(content: str) -> str:
     return "- " + " ".join(line for line in lines if line) + "\n"
 
 
-def search_mode_for(store: FactStore) -> SearchMode:
-    """Hybrid when the store has an embedder (SPEC 17), else BM25 "any"."""
+def search_mode_for(store: FactStore | HistoryStore) -> Literal["any", "hybrid"]:
+    """Hybrid when the store (facts or history) has an embedder, else BM25 "any": the one
+    rule by which packs, inject_memory and the tools decide to search by meaning."""
     return "hybrid" if has_vector_search(store) else "any"
 
 

@@ -1,4 +1,4 @@
-"""`PackConfig`: how a memory pack (SPEC 13) picks and budgets memory items.
+"""`PackConfig`: how a memory pack picks and budgets memory items.
 
 Validated once when built, like `StoreConfig`: a bad value raises InvalidArgumentError
 naming the field, never a bare pydantic error.
@@ -19,7 +19,7 @@ __all__ = ["LAYER_ORDER", "WEIGHT_NAMES", "PackConfig"]
 
 Layer = Literal["semantic", "procedural", "episodic"]
 
-#: The order of a pack's sections (SPEC 13).
+#: The order of a pack's sections: stable facts first, then how-tos, then recent events.
 LAYER_ORDER: tuple[Layer, ...] = ("semantic", "procedural", "episodic")
 
 #: What a candidate's score weighs.
@@ -39,7 +39,7 @@ def _default_weights() -> dict[str, float]:
 
 
 class PackConfig(BaseModel):
-    """golemcore's memory-pack settings (SPEC 13).
+    """The memory-pack settings: what is kept per layer and how the budget is spent.
 
     `top_k`: candidates kept per layer (a layer missing or 0 is skipped); each store is
     asked for `4 * top_k` per layer. `soft_budget_tokens` fills freely; past it only items

@@ -15,7 +15,7 @@ items per block, fine for tests and small programs (the twins' purpose).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..protocols import Embedder
+from ..rules.forget import ForgetReport
 from . import maintenance
 from .docs import InMemoryDocumentStore
 from .facts import InMemoryFactStore
@@ -61,6 +62,9 @@ class InMemoryDB:
         self._twins: tuple[_Twin, ...] = (self.history, self.facts, self.docs)
         for twin in self._twins:  # one lock: atomic() keeps every other thread out
             twin._lock = self._lock
+        #: This thread's open block: work for after it ends (`after`, None outside one).
+        self._block = threading.local()
+        self.facts._open_block = lambda: getattr(self._block, "after", None)
         self._closed = False
 
     @contextmanager
@@ -68,14 +72,24 @@ class InMemoryDB:
         """The writes this thread makes through the stores inside the block all stay, or,
         when the block raises, none do (the exception propagates). Nesting is allowed;
         other threads wait until the outermost block ends."""
-        with self._lock:
-            saved = [(twin, twin._snapshot()) for twin in self._twins]
-            try:
-                yield
-            except BaseException:
-                for twin, state in saved:
-                    twin._restore(state)
-                raise
+        outermost = getattr(self._block, "after", None) is None
+        if outermost:
+            self._block.after = []
+        try:
+            with self._lock:
+                saved = [(twin, twin._snapshot()) for twin in self._twins]
+                try:
+                    yield
+                except BaseException:
+                    for twin, state in saved:
+                        twin._restore(state)
+                    raise
+            after: list[Callable[[], None]] = self._block.after if outermost else []
+        finally:
+            if outermost:
+                self._block.after = None
+        for work in after:  # the block ended and let go of the lock (vectors, see facts.py)
+            work()
 
     # -- maintenance (sqlmem.memory.maintenance) ------------------------------------------
 
@@ -90,6 +104,13 @@ class InMemoryDB:
     def maintain(self) -> dict[str, Any]:
         """Delete the expired facts; returns `{"expired_facts": n}`."""
         return maintenance.maintain(self)
+
+    def forget(self, source: str) -> ForgetReport:
+        """As `MemoryDB.forget`: the source and every fact derived only from it, all or
+        nothing (`sqlmem.memory.forget`)."""
+        from .forget import forget
+
+        return forget(self, source)
 
     def vacuum(self) -> None:
         """Deletes expired facts (what `MemoryDB.vacuum` does first; a twin keeps no bytes

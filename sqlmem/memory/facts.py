@@ -30,6 +30,7 @@ from ..config import StoreConfig
 from ..errors import FactNotFoundError, InvalidArgumentError
 from ..protocols import Embedder, SearchMode
 from ..records import Fact
+from ..rules.chains import is_valid
 from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
 from ..rules.filters import (
@@ -54,6 +55,7 @@ from ..rules.items import (
     merge_item,
     promotion,
 )
+from ..rules.resolve import Resolver, check_history_args, resolve_supersession
 from ..rules.rows import build_fact
 from ..search.bm25 import occurrences, scores
 from ..search.embedding import Embedding
@@ -66,6 +68,7 @@ from ..search.query import (
     tokens_of,
 )
 from ..search.vectors import Vector, rank_by_cosine
+from . import chains
 
 __all__ = ["InMemoryFactStore"]
 
@@ -85,6 +88,11 @@ class _Doc:
     hits: int
     #: Unit vector of the content under the store's embedder (SPEC 17), or None.
     vector: Any = None
+    #: Its chain and link (`sqlmem.memory.chains`), as the SQLite row holds them.
+    chain: str | None = None
+    valid_from: int | None = None
+    valid_to: int | None = None
+    superseded_by: str | None = None
 
     def fact(self, score: float | None = None) -> Fact:
         r = self.row
@@ -106,17 +114,36 @@ class _Doc:
             r.fingerprint,
             self.hits,
             score,
+            r.key,
+            self.valid_from,
+            self.valid_to,
+            self.superseded_by,
         )
 
     def accepted_by(self, filters: Filters, items: ItemFilters, now: int) -> bool:
         r = self.row
+        as_of = items.as_of_ms
         return (
             is_live(r.expires_ms, now)
+            and is_valid(
+                self.valid_from,
+                self.created_ms,
+                self.valid_to,
+                now if as_of is None else as_of,
+                as_of=as_of is not None,
+            )
             and filters.accepts(self.tag_set, r.category, r.source, self.created_ms, self.meta)
             and items.accepts(r.layer, r.kind, r.confidence)
         )
 
     def live(self, now: int) -> bool:
+        """Visible to reads of now: not expired, valid now."""
+        return is_live(self.row.expires_ms, now) and is_valid(
+            self.valid_from, self.created_ms, self.valid_to, now, as_of=False
+        )
+
+    def unexpired(self, now: int) -> bool:
+        """Visible to `get`, history and export (superseded facts too)."""
         return is_live(self.row.expires_ms, now)
 
     def tf(self, term: Term) -> int:
@@ -137,6 +164,9 @@ class InMemoryFactStore:
         self._next_pk = 1
         self._lock = threading.RLock()
         self._embedding = Embedding(embedder) if check_embedder(embedder) is not None else None
+        #: This thread's open `atomic()` block of an InMemoryDB: its after-block work list
+        #: (set by sqlmem.memory.db), None outside one.
+        self._open_block: Callable[[], list[Callable[[], None]] | None] = lambda: None
 
     @property
     def embedder(self) -> Embedder | None:
@@ -145,12 +175,31 @@ class InMemoryFactStore:
 
     def _vectors_for(self, rows: Sequence[FactRow]) -> dict[str, Any]:
         """Vectors of rows about to be written, computed before the lock is taken (the
-        embedding's content-hash cache spares identical texts)."""
+        embedding's content-hash cache spares identical texts). Inside an `atomic()`
+        block the lock is already held for the whole block: as on SQLite, only known
+        vectors are taken then, and the others computed once the block has ended
+        (`_fill_after_block`)."""
         embedding = self._embedding
         if embedding is None or not rows:
             return {}
-        vectors = embedding.vectors([r.content for r in rows])
+        block = self._open_block()
+        texts = [r.content for r in rows]
+        vectors = embedding.vectors(texts, run_model=block is None)
+        if block is not None:
+            later = [(r.id, r.content) for r, v in zip(rows, vectors, strict=True) if v is None]
+            if later:
+                block.append(lambda: self._fill_after_block(embedding, later))
         return {r.id: v for r, v in zip(rows, vectors, strict=True) if v is not None}
+
+    def _fill_after_block(self, embedding: Embedding, written: list[tuple[str, str]]) -> None:
+        """Vectors of facts an `atomic()` block wrote, once it ended: the model runs with
+        no lock held; each vector is kept only if its fact still holds the embedded text."""
+        vectors = embedding.vectors([content for _, content in written])
+        with self._lock:
+            for (fact_id, content), vector in zip(written, vectors, strict=True):
+                doc = self._docs.get(fact_id)
+                if vector is not None and doc is not None and doc.row.content == content:
+                    doc.vector = vector
 
     def __repr__(self) -> str:
         return f"<InMemoryFactStore {len(self._docs)} facts>"
@@ -198,6 +247,14 @@ class InMemoryFactStore:
 
     def _put(self, row: FactRow, now: int, vector: Any = None) -> None:
         old = self._docs.get(row.id)
+        if old is not None:  # an update: out of its chain when it moves (as on SQLite)
+            new_from = old.valid_from if row.valid_from_ms is None else row.valid_from_ms
+            chains.moved(self._docs, old, row.key, row.layer, new_from)
+        self._store(row, now, vector)
+        chains.place_keyed(self._docs, self._docs[row.id])
+
+    def _store(self, row: FactRow, now: int, vector: Any = None) -> None:
+        old = self._docs.get(row.id)
         if vector is None and old is not None and old.row.content == row.content:
             vector = old.vector  # a fact whose text did not change keeps its vector
         if old is None:
@@ -218,25 +275,93 @@ class InMemoryFactStore:
             counts=Counter(tokens),
             hits=(1 if old is None else old.hits) if row.hits is None else row.hits,
             vector=vector,
+            chain=None if old is None else old.chain,
+            valid_from=(None if old is None else old.valid_from)
+            if row.valid_from_ms is None
+            else row.valid_from_ms,
+            valid_to=None if old is None else old.valid_to,
+            superseded_by=None if old is None else old.superseded_by,
         )
 
-    def remember(self, fact: Fact) -> str:
+    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str:
         row = prepare_fact(fact)
+        if resolver is not None and not row.key:
+            old_id = resolve_supersession(self, resolver, fact)
+            if old_id is not None:
+                return self.supersede(old_id, fact)
         vectors = self._vectors_for([row])
         with self._lock:
             now = now_ms()
-            if row.id not in self._docs:
+            if row.id not in self._docs and row.valid_from_ms is None:
                 found = [
                     d
                     for d in self._docs.values()
                     if d.row.fingerprint == row.fingerprint
                     and d.row.layer == row.layer
+                    and d.row.key == row.key
                     and d.live(now)
                 ]
                 if found:
                     return self._merge(min(found, key=lambda d: (d.created_ms, d.pk)), row, now)
             self._put(row, now, vectors.get(row.id))
         return row.id
+
+    def supersede(self, old_id: str, fact: Fact) -> str:
+        """As the SQLite store's: `fact` right after `old_id` in its chain."""
+        is_fact_id(old_id)
+        row = prepare_fact(fact)
+        vectors = self._vectors_for([row])
+        with self._lock:
+            now = now_ms()
+            row, chain = chains.prepare_supersede(self._docs, old_id, row, now)
+            old = self._docs.get(row.id)
+            if old is not None and old.chain is not None:
+                chains.leave(self._docs, old)
+            self._store(row, now, vectors.get(row.id))
+            chains.relink(self._docs, self._docs[row.id], chain)
+        return row.id
+
+    def history(self, *, key: str | None = None, id: str | None = None) -> list[Fact]:
+        """As the SQLite store's: a chain, oldest first."""
+        chain_key = check_history_args(key, id)
+        with self._lock:
+            now = now_ms()
+            if chain_key is not None:
+                found = [d for d in self._docs.values() if d.chain == chain_key]
+            else:
+                doc = self._docs.get(str(id))
+                if doc is None:
+                    return []
+                if doc.chain is None:
+                    found = [doc]
+                else:
+                    found = [
+                        d
+                        for d in self._docs.values()
+                        if d.chain == doc.chain and d.row.layer == doc.row.layer
+                    ]
+            found = [d for d in found if d.unexpired(now)]
+            found.sort(key=lambda d: (chains.effective_from(d), d.pk))
+            return [d.fact() for d in found]
+
+    def ids_where(self, derived: Callable[[str, str], bool]) -> list[str]:
+        """Ids of the stored facts whose (references JSON, source) `derived` accepts
+        (`InMemoryDB.forget`; not part of the FactStore protocol)."""
+        with self._lock:
+            return [i for i, d in self._docs.items() if derived(d.row.refs, d.row.source)]
+
+    def rewrite_refs(self, rewrite: Callable[[str], str | None]) -> None:
+        """Replace each fact's references JSON by `rewrite`'s answer when it gives one
+        (`InMemoryDB.forget`; not part of the FactStore protocol)."""
+        with self._lock:
+            for doc in self._docs.values():
+                new = rewrite(doc.row.refs)
+                if new is not None:
+                    doc.row = doc.row._replace(refs=new)
+
+    def _delete_doc(self, fact_id: str) -> None:
+        chains.splice_out(self._docs, self._docs[fact_id])
+        del self._docs[fact_id]
 
     def _merge(self, doc: _Doc, row: FactRow, now: int) -> str:
         r = doc.row
@@ -263,10 +388,12 @@ class InMemoryFactStore:
         with self._lock:
             now = now_ms()
             doc = self._docs.get(fact_id) if is_fact_id(fact_id) else None
-            if doc is not None and doc.live(now):
+            if doc is not None and doc.unexpired(now):
                 if doc.row.layer != layer:
+                    chains.moved(self._docs, doc, doc.row.key, layer, doc.valid_from)
                     doc.row = doc.row._replace(layer=layer)
                     doc.updated_ms = now
+                    chains.place_keyed(self._docs, doc)
                 return doc.fact()
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
 
@@ -291,22 +418,24 @@ class InMemoryFactStore:
             ]
             found.sort(key=lambda d: (d.created_ms, d.pk))
             for doc in found:
+                chains.moved(self._docs, doc, doc.row.key, p["to_layer"], doc.valid_from)
                 doc.row = doc.row._replace(layer=p["to_layer"])
                 doc.updated_ms = now
+                chains.place_keyed(self._docs, doc)
             return [d.row.id for d in found]
 
     def expire(self) -> int:
         with self._lock:
             now = now_ms()
-            gone = [i for i, d in self._docs.items() if not d.live(now)]
+            gone = [i for i, d in self._docs.items() if not d.unexpired(now)]
             for fact_id in gone:
-                del self._docs[fact_id]
+                self._delete_doc(fact_id)
         return len(gone)
 
     def delete(self, fact_id: str) -> None:
         with self._lock:
             if is_fact_id(fact_id) and fact_id in self._docs:
-                del self._docs[fact_id]
+                self._delete_doc(fact_id)
                 return
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
 
@@ -317,7 +446,7 @@ class InMemoryFactStore:
         with self._lock:
             found = {i for i in ids if i in self._docs}
             for fact_id in found:
-                del self._docs[fact_id]
+                self._delete_doc(fact_id)
         return len(found)
 
     # -- reads --------------------------------------------------------------------------
@@ -327,7 +456,7 @@ class InMemoryFactStore:
             return None
         with self._lock:
             doc = self._docs.get(fact_id)
-            return doc.fact() if doc is not None and doc.live(now_ms()) else None
+            return doc.fact() if doc is not None and doc.unexpired(now_ms()) else None
 
     def count(self) -> int:
         with self._lock:
@@ -352,11 +481,13 @@ class InMemoryFactStore:
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]:
         if mode == "vector" or mode == "hybrid":
             by_name = filter_args(
                 tags, category, source, since, until, metadata, layer, kind, min_confidence
             )
+            by_name["as_of"] = as_of
             return self._semantic(query, top_k, mode, by_name)
         check_query(query, mode)
         if mode == "raw":
@@ -366,7 +497,7 @@ class InMemoryFactStore:
             )
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
-        items = make_item_filters(layer, kind, min_confidence)
+        items = make_item_filters(layer, kind, min_confidence, as_of)
         terms = self._compiler.terms(query)
         if not terms or limit <= 0:
             return []
@@ -461,7 +592,7 @@ class InMemoryFactStore:
             pending = sorted(
                 (d.pk, d.row.id, d.row.content)
                 for d in self._docs.values()
-                if d.vector is None and d.live(now)
+                if d.vector is None and d.unexpired(now)
             )
         done = 0
         for start in range(0, len(pending), batch_size):
@@ -481,7 +612,7 @@ class InMemoryFactStore:
         """Live facts without a vector (for `stats()`-like reporting)."""
         with self._lock:
             now = now_ms()
-            return sum(1 for d in self._docs.values() if d.vector is None and d.live(now))
+            return sum(1 for d in self._docs.values() if d.vector is None and d.unexpired(now))
 
     def search_by_metadata(self, key: str, value: Any, *, limit: int | None = None) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
@@ -525,9 +656,10 @@ class InMemoryFactStore:
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]:
         filters = make_filters(tags, category, source, since, until, metadata)
-        items = make_item_filters(layer, kind, min_confidence)
+        items = make_item_filters(layer, kind, min_confidence, as_of)
         limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []

@@ -197,6 +197,19 @@ class InMemoryHistoryStore:
                 return None
             return _copy(session.messages.pop().message)  # session.last stays: no reuse
 
+    def forget_message(self, session_id: str, seq: int) -> int:
+        """Remove the message `seq` (archived or not; its seq is never reused); 1 when it
+        was there (`InMemoryDB.forget`; not part of the HistoryStore protocol)."""
+        check_session_id(session_id)
+        with self._lock:
+            session = self._sessions.get(session_id)
+            if session is None:
+                return 0
+            kept = [m for m in session.messages if m.seq != seq]
+            removed = len(session.messages) - len(kept)
+            session.messages = kept
+            return removed
+
     def purge(self, session_id: str) -> None:
         check_session_id(session_id)
         with self._lock:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..records import Message
-from ..rules.history_modes import message_needs_vector
+from ..rules.history_modes import message_needs_vector, vector_text
 
 if TYPE_CHECKING:
     from ..search.embedding import Embedding
@@ -32,10 +32,15 @@ def vectors_for(embedding: Embedding | None, items: Sequence[Message]) -> list[A
         return out
     wanted = [i for i, m in enumerate(items) if message_needs_vector(m.content)]
     if wanted:
-        found = embedding.vectors([items[i].content for i in wanted])
+        found = embedding.vectors([stored_text(items[i]) for i in wanted])
         for i, vector in zip(wanted, found, strict=True):
             out[i] = vector
     return out
+
+
+def stored_text(message: Message) -> str:
+    """What a stored message's vector is of (`rules.history_modes.vector_text`)."""
+    return vector_text(message.content, message.name, message.created_at)
 
 
 def pending_vectors(sessions: Mapping[str, Any]) -> list[Any]:
@@ -91,7 +96,7 @@ class TwinVectors:
         done = 0
         for start in range(0, len(pending), size):
             batch = pending[start : start + size]
-            vectors = self.embedding.vectors([s.message.content for s in batch])
+            vectors = self.embedding.vectors([stored_text(s.message) for s in batch])
             with self.store._lock:
                 for stored, vector in zip(batch, vectors, strict=True):
                     if vector is not None and stored.vector is None:

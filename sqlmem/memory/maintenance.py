@@ -40,7 +40,10 @@ def stats(db: InMemoryDB) -> dict[str, Any]:
         active = sum(history.count(s) for s in sessions)
         stored = sum(len(history.get_all(s, include_archived=True)) for s in sessions)
         facts = db.facts.count()
-        without_vectors = _facts_without_vectors(db)
+        # Rows waiting for `embed_pending`: none without an embedder, as on the other
+        # backends (a BM25-only store is not missing anything).
+        without_vectors = _facts_without_vectors(db) if db.facts.embedder is not None else 0
+        messages_without = db.history.without_vectors() if db.history.embedder is not None else 0
         documents = len(db.docs.list())
     return {
         "path": PATH,
@@ -49,6 +52,7 @@ def stats(db: InMemoryDB) -> dict[str, Any]:
         "messages_archived": stored - active,
         "facts": facts,
         "facts_without_vectors": without_vectors,
+        "messages_without_vectors": messages_without,
         "documents": documents,
     }
 
@@ -74,10 +78,10 @@ def maintain(db: InMemoryDB) -> dict[str, Any]:
 
 
 def _facts_without_vectors(db: InMemoryDB) -> int:
-    """Live facts with no vector (as the other backends count them: every fact when
-    there is no embedder)."""
+    """Unexpired facts (superseded ones too: `as_of` searches rank them) with no vector, as
+    the other backends count them."""
     now = now_ms()
-    return sum(1 for d in db.facts._docs.values() if d.live(now) and d.vector is None)
+    return sum(1 for d in db.facts._docs.values() if d.unexpired(now) and d.vector is None)
 
 
 def _session_problems(db: InMemoryDB) -> list[str]:

@@ -22,13 +22,17 @@ from typing import Any
 from ..agent_ids import validate_agent_id
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError, StoreClosedError
+from ..extras import needs_extra
 from ..rules.embedder import check_embedder
-from .docs import PostgresDocumentStore
-from .engine import Engine, Pools
-from .facts import PostgresFactStore
-from .history import PostgresHistoryStore
-from .maintenance import CheckReport
-from .run_leases import PostgresRunLeases
+from ..rules.forget import ForgetReport
+
+with needs_extra("postgres", __name__):
+    from .docs import PostgresDocumentStore
+    from .engine import Engine, Pools
+    from .facts import PostgresFactStore
+    from .history import PostgresHistoryStore
+    from .maintenance import CheckReport
+    from .run_leases import PostgresRunLeases
 
 __all__ = [
     "CheckReport",
@@ -179,6 +183,14 @@ class PostgresDB:
         or network calls."""
         with self._engine.atomic():
             yield
+
+    def forget(self, source: str) -> ForgetReport:
+        """As `MemoryDB.forget`: the source (a session id, `"msg:{session}#{seq}"`,
+        `"doc:{path}"` or a path ending in `.md`) and every fact derived only from it, in
+        one transaction (`sqlmem.postgres.forget`)."""
+        from .forget import forget
+
+        return forget(self, source)
 
     # -- maintenance (what differs from MemoryDB's: sqlmem.postgres.maintenance) --------
 

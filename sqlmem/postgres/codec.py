@@ -1,7 +1,7 @@
 """Text as PostgreSQL stores it: reversible escaping of what `text` cannot hold.
 
 PostgreSQL's text type refuses the NUL character, which sqlmem must store and give back
-(SPEC 4: NUL inside text comes back equal). A value holding NUL, or starting with the
+(NUL inside text comes back equal, as on SQLite). A value holding NUL, or starting with the
 marker U+E000 (so that no plain value can look escaped), is stored as the marker followed by
 the value with `\\` doubled and NUL written `\\0`. The mapping is injective, so equality
 (session ids, fact ids, sources, tags) still works in SQL; ordering of escaped values does
@@ -53,8 +53,9 @@ def jsonb_text(value: Any) -> str:
 
     Why floats so: jsonb has one number type and prints a number as it was written, so a
     float written `1e+20` would read back as the integer 10**20 and compare equal to it,
-    where SPEC 6's typed equality keeps them apart; and Python compares an int with a float
-    exactly, by the float's binary value, which `numeric` only does given that value."""
+    where the metadata filters' typed equality keeps them apart; and Python compares an int
+    with a float exactly, by the float's binary value, which `numeric` only does given that
+    value."""
     if isinstance(value, str):
         return _json_string(_ordered(value))
     if value is None or value is True or value is False:

@@ -84,7 +84,7 @@ def insert_blocks(
 def _within_tsvector_limit(tokens: tuple[str, ...]) -> tuple[str, ...]:
     """`tokens` without those that would take the block's tsvector past PostgreSQL's
     limit (each lexeme costs its UTF-8 bytes, 2-byte alignment and count, and 2 bytes
-    per position, of which `ranking.tsvector` keeps 256). SPEC 14 takes any content up
+    per position, of which `ranking.tsvector` keeps 256). A document may hold any content up
     to 10 MiB, so a block of some 80,000 distinct words or more (a pasted log) is stored
     whole and found by its first words; its later new words are not searchable (its
     length, for BM25, stays whole). Facts and messages, without such a promise, refuse

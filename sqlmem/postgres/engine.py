@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,7 +39,8 @@ import psycopg_pool
 from psycopg import errors as pg
 
 from ..config import StoreConfig
-from ..errors import InvalidArgumentError, StorageBusyError, StoreClosedError
+from ..errors import InvalidArgumentError, SqlmemError, StorageBusyError, StoreClosedError
+from .blocks import Blocks
 from .errors import commit_unknown, map_error, translate
 from .migrations import apply_migrations
 from .sessions import ConnectionSettings
@@ -89,6 +90,8 @@ class Pools:
         self.replica_unreachable: psycopg.OperationalError | None = None
         self._lock = threading.Lock()
         self.closed = False
+        #: Each thread's open atomic() block, per pool: every agent of the pool uses it.
+        self.blocks = Blocks()
 
     def settings(self, busy_ms: int) -> ConnectionSettings:
         return ConnectionSettings(busy_ms, self.transaction_pooler)
@@ -184,16 +187,15 @@ class Engine:
             self._read_pool = (
                 pools.pool(config.busy_timeout_ms, replica=True) if pools.read_dsn else None
             )
-        self._pinned = threading.local()  # the connection of this thread's atomic() block
 
     @contextmanager
     def _connection(self, *, replica: bool = False) -> Iterator[Conn]:
         if self.closed:
             raise StoreClosedError(f"PostgreSQL store of agent {self.agent_id!r} is closed")
-        pinned: Conn | None = getattr(self._pinned, "conn", None)
-        if pinned is not None:  # inside atomic(): every call of this thread uses its one
+        block = self.pools.blocks.current(self._pool)
+        if block is not None:  # inside atomic(): every call of this thread uses its one
             with translate(self._context):
-                yield pinned
+                yield block.conn
             return
         pool = self._read_pool if replica and self._read_pool is not None else self._pool
         with translate(self._context):
@@ -301,7 +303,7 @@ class Engine:
         """Several statements reading one snapshot (a read-only repeatable-read transaction;
         inside atomic(), the block's own transaction, which sees its writes)."""
         with self._connection(replica=True) as conn, conn.transaction():
-            if getattr(self._pinned, "conn", None) is None:
+            if not self.in_atomic:
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 self._settings.begin(conn)
             yield conn
@@ -309,7 +311,15 @@ class Engine:
     @property
     def in_atomic(self) -> bool:
         """True inside this thread's atomic() block."""
-        return getattr(self._pinned, "conn", None) is not None
+        return self.pools.blocks.current(self._pool) is not None
+
+    def after_commit(self, work: Callable[[], None]) -> None:
+        """Run `work` once this thread's atomic() block has committed (never if it rolls
+        back), with no transaction of it open. Only inside a block."""
+        block = self.pools.blocks.current(self._pool)
+        if block is None:
+            raise SqlmemError("after_commit outside an atomic() block")
+        block.after_commit.append(work)
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
@@ -317,14 +327,13 @@ class Engine:
         the stores' calls inside run on it (their own transactions become savepoints,
         reads see the block's writes, and go to the primary even with a read DSN), nested
         blocks are savepoints. Committed when the outermost block ends, rolled back when
-        it raises."""
-        if getattr(self._pinned, "conn", None) is not None:
+        it raises. This thread's calls to other agents of the same pool run on the
+        block's connection too, and so join its transaction (`blocks.py` says why)."""
+        if self.in_atomic:
             with self.write():  # a savepoint of the block's transaction
                 yield
             return
-        with self.write() as conn:
-            self._pinned.conn = conn
-            try:
-                yield
-            finally:
-                self._pinned.conn = None
+        with self.write() as conn, self.pools.blocks.opened(self._pool, conn) as block:
+            yield
+        for work in block.after_commit:  # committed
+            work()

@@ -1,4 +1,4 @@
-"""The one place where psycopg's errors become sqlmem's (SPEC 11, 19).
+"""The one place where psycopg's errors become sqlmem's (no psycopg exception leaves sqlmem).
 
 Every call that reaches PostgreSQL runs inside `translate()`: no psycopg or psycopg-pool
 exception leaves the package, and the original is kept as `__cause__`. Waiting too long

@@ -19,7 +19,15 @@ __all__ = ["decoded", "filter_params", "rarest", "row_params"]
 
 def decoded(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
     """Rows of FACT_COLUMNS with the escaped text columns decoded."""
-    return [(decode(r[0]), decode(r[1]), decode(r[2]), *r[3:]) for r in rows]
+    return [
+        (
+            *(decode(r[0]), decode(r[1]), decode(r[2])),
+            *r[3:19],
+            None if r[19] is None else decode(r[19]),  # superseded_by
+            *r[20:],
+        )
+        for r in rows
+    ]
 
 
 def row_params(agent: str, compiler: QueryCompiler, row: FactRow) -> dict[str, Any]:
@@ -47,6 +55,8 @@ def row_params(agent: str, compiler: QueryCompiler, row: FactRow) -> dict[str, A
         "expires": row.expires_ms,
         "fingerprint": row.fingerprint,
         "hits": row.hits,
+        "key": row.key,
+        "valid_from": row.valid_from_ms,
     }
 
 

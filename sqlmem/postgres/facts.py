@@ -45,10 +45,11 @@ from ..rules.items import (
     make_item_filters,
     promotion,
 )
+from ..rules.resolve import Resolver, check_history_args, resolve_supersession
 from ..rules.rows import facts_from_rows
 from ..search.query import MAX_QUERY_TERMS, compiler_for
+from . import chains, items
 from . import facts_sql as sql
-from . import items
 from .codec import decode, encode
 from .engine import Conn, Engine
 from .fact_params import decoded, filter_params, rarest, row_params
@@ -59,6 +60,9 @@ if TYPE_CHECKING:
     from .vectors import FactVectors
 
 __all__ = ["PostgresFactStore", "meta_jsonb"]
+
+#: Where a stored row (`facts_sql.FACT_COLUMNS`) holds the key.
+_KEY = 16
 
 
 class PostgresFactStore:
@@ -99,10 +103,20 @@ class PostgresFactStore:
         vectors = self._vectors
         prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
-            self._upsert(conn, params, now_ms())
+            self._write_rows(conn, [row], params, now_ms())
             if prepared:
                 vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id
+
+    def _write_rows(
+        self, conn: Conn, rows: Sequence[FactRow], params: list[dict[str, Any]], now: int
+    ) -> None:
+        """Upsert `rows`, then place keyed (or moved chained) facts in their chains; the
+        corpus lock `_upsert` takes first serialises the chain's writers."""
+        self._upsert(conn, params, now)
+        if any(r.key for r in rows):
+            keyed = [(p["id"], r.key) for r, p in zip(rows, params, strict=True)]
+            chains.place_keyed(conn, self._agent, keyed)
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
         if isinstance(facts, (str, bytes, Mapping)) or not isinstance(facts, Iterable):
@@ -114,7 +128,7 @@ class PostgresFactStore:
             vectors = self._vectors
             prepared = vectors.prepare(merged) if vectors is not None else None
             with self._engine.write() as conn:
-                self._upsert(conn, params, now_ms())
+                self._write_rows(conn, merged, params, now_ms())
                 if prepared:
                     vectors.write(conn, prepared)  # type: ignore[union-attr]
         return [r.id for r in rows]
@@ -143,9 +157,14 @@ class PostgresFactStore:
             else:
                 cur.executemany(sql.UPSERT, params)
 
-    def remember(self, fact: Fact) -> str:
-        """SPEC 12's upsert for memory writers: see `sqlmem.postgres.items`."""
+    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str:
+        """The upsert for memory writers (`sqlmem.postgres.items`); a fact with a key
+        takes its place in its key's chain; `resolver`: as on SQLite."""
         row = prepare_fact(fact)
+        if resolver is not None and not row.key:
+            old_id = resolve_supersession(self, resolver, fact)
+            if old_id is not None:
+                return self.supersede(old_id, fact)
         params = [self._params(row)]
         vectors = self._vectors
         prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
@@ -154,10 +173,48 @@ class PostgresFactStore:
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
             merged = items.remember(conn, self._agent, row, now)
             if merged is None:
-                self._upsert(conn, params, now)
+                self._write_rows(conn, [row], params, now)
                 if prepared:
                     vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id if merged is None else merged
+
+    def supersede(self, old_id: str, fact: Fact) -> str:
+        """Store `fact` right after `old_id` in its chain (as on SQLite)."""
+        is_fact_id(old_id)
+        row = prepare_fact(fact)
+        vectors = self._vectors
+        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
+        with self._engine.write() as conn:
+            now = now_ms()
+            conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
+            row, chain = chains.prepare_supersede(conn, self._agent, old_id, row, now)
+            fact_id = encode(row.id)
+            chains.leave(conn, self._agent, fact_id)  # when the id names a chained fact
+            self._upsert(conn, [self._params(row)], now)
+            chains.relink(conn, self._agent, fact_id, chain)
+            if prepared:
+                vectors.write(conn, prepared)  # type: ignore[union-attr]
+        return row.id
+
+    def history(self, *, key: str | None = None, id: str | None = None) -> list[Fact]:
+        """A chain, oldest first (as on SQLite)."""
+        chain_key = check_history_args(key, id)
+        params: dict[str, Any] = {"agent": self._agent, "now": now_ms()}
+        with self._engine.snapshot() as conn:
+            if chain_key is not None:
+                params["key"] = chain_key
+                rows = conn.execute(sql.HISTORY_BY_KEY, params).fetchall()
+                return facts_from_rows(decoded(rows), ranked=False)
+            params["id"] = encode(str(id))
+            found = conn.execute(sql.CHAIN_OF, params).fetchone()
+            if found is None:
+                return []
+            if found[0] is None:
+                rows = conn.execute(sql.SELECT_ONE, params).fetchall()
+            else:
+                params.update(chain=found[0], layer=found[1])
+                rows = conn.execute(sql.HISTORY_OF_CHAIN, params).fetchall()
+        return facts_from_rows(decoded(rows), ranked=False)
 
     def promote(self, fact_id: str, layer: str) -> Fact:
         layer = check_layer(layer)
@@ -165,8 +222,11 @@ class PostgresFactStore:
             now = now_ms()
             params = {"agent": self._agent, "id": encode(fact_id), "layer": layer, "now": now}
             with self._engine.write() as conn:
-                conn.execute(sql.PROMOTE, params)
+                conn.execute(sql.PROMOTE, params)  # facts_chain_move: out of its chain
                 rows = conn.execute(sql.SELECT_ONE, params).fetchall()
+                if rows and rows[0][_KEY]:  # into its key's chain of the new layer
+                    chains.place_keyed(conn, self._agent, [(encode(fact_id), str(rows[0][_KEY]))])
+                    rows = conn.execute(sql.SELECT_ONE, params).fetchall()
             if rows:
                 return facts_from_rows(decoded(rows), ranked=False)[0]
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
@@ -183,6 +243,8 @@ class PostgresFactStore:
         params.update(agent=self._agent, now=now_ms())
         with self._engine.write() as conn:
             rows = conn.execute(sql.PROMOTE_ELIGIBLE, params).fetchall()
+            keyed = [(str(r[0]), str(r[3])) for r in rows if r[3]]
+            chains.place_keyed(conn, self._agent, keyed)
         rows.sort(key=lambda r: (r[1], r[2]))  # oldest first, as the twin orders them
         return [decode(r[0]) for r in rows]
 
@@ -277,6 +339,7 @@ class PostgresFactStore:
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]:
         if mode == "vector" or mode == "hybrid":
             filter_args = {
@@ -289,6 +352,7 @@ class PostgresFactStore:
                 "layer": layer,
                 "kind": kind,
                 "min_confidence": min_confidence,
+                "as_of": as_of,
             }
             return self._semantic(query, top_k, mode, filter_args)
         text = check_query(query, mode)
@@ -299,7 +363,7 @@ class PostgresFactStore:
             )
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
-        item_filters = make_item_filters(layer, kind, min_confidence)
+        item_filters = make_item_filters(layer, kind, min_confidence, as_of)
         terms = self._compiler.terms(text)
         if not terms or limit <= 0:
             return []
@@ -398,9 +462,10 @@ class PostgresFactStore:
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]:
         filters = make_filters(tags, category, source, since, until, metadata)
-        item_filters = make_item_filters(layer, kind, min_confidence)
+        item_filters = make_item_filters(layer, kind, min_confidence, as_of)
         limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []

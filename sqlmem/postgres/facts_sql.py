@@ -33,9 +33,11 @@ __all__ = [
     "STATS",
     "STATS_FOR_UPSERT",
     "TAGS",
+    "UNEXPIRED",
     "UNFINGERPRINTED",
     "UPDATE_STATS",
     "UPSERT",
+    "VALID_AT",
     "filter_sql",
     "list_sql",
     "ranked_sql",
@@ -45,12 +47,23 @@ __all__ = [
 
 FACT_COLUMNS = (
     "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at,"
-    " f.layer, f.kind, f.confidence, f.salience, f.refs, f.expires_at, f.fingerprint, f.hits"
+    " f.layer, f.kind, f.confidence, f.salience, f.refs, f.expires_at, f.fingerprint, f.hits,"
+    " f.key, f.valid_from, f.valid_to, f.superseded_by"
 )
 
-#: Expiry (SPEC 12), the one rule every read applies: a fact is live while its expires_at
-#: is NULL or later than %(now)s (the caller's clock, the one the twin uses too).
-LIVE = "(f.expires_at IS NULL OR f.expires_at > %(now)s)"
+#: What every read applies: expiry, a fact is visible while its expires_at is
+#: NULL or later than %(now)s (the caller's clock, the one the twin uses too), and valid
+#: time (`rules.chains`): not superseded by now, not valid only later.
+UNEXPIRED = "(f.expires_at IS NULL OR f.expires_at > %(now)s)"
+LIVE = (
+    "(f.expires_at IS NULL OR f.expires_at > %(now)s)"
+    " AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"
+    " AND (f.valid_from IS NULL OR f.valid_from <= %(now)s)"
+)
+#: `as_of=`: valid at %(at)s instead of now; with it, LIVE is only UNEXPIRED.
+VALID_AT = (
+    "coalesce(f.valid_from, f.created_at) <= %(at)s AND (f.valid_to IS NULL OR f.valid_to > %(at)s)"
+)
 
 
 # A batch's share of the statistics, before its upsert and after LOCK_CORPUS (a statement
@@ -70,12 +83,12 @@ WHERE c.agent_id = %(agent)s AND c.corpus = {FACTS}
 UPSERT = """
 INSERT INTO facts AS f (agent_id, id, content, source, category, tags, tag_set, metadata, meta,
                         created_at, updated_at, doc_len, tsv, layer, kind, confidence,
-                        salience, refs, expires_at, fingerprint, hits)
+                        salience, refs, expires_at, fingerprint, hits, key, valid_from)
 VALUES (%(agent)s, %(id)s, %(content)s, %(source)s, %(category)s, %(tags)s, %(tag_set)s,
         %(metadata)s, %(meta)s::jsonb, coalesce(%(created)s, %(now)s),
         coalesce(%(updated)s, %(now)s), %(doc_len)s, %(tsv)s::tsvector, %(layer)s, %(kind)s,
         %(confidence)s, %(salience)s, %(refs)s, %(expires)s, %(fingerprint)s,
-        coalesce(%(hits)s, 1))
+        coalesce(%(hits)s, 1), %(key)s, %(valid_from)s)
 ON CONFLICT (agent_id, id) DO UPDATE SET
     content = excluded.content, source = excluded.source, category = excluded.category,
     tags = excluded.tags, tag_set = excluded.tag_set, metadata = excluded.metadata,
@@ -83,14 +96,15 @@ ON CONFLICT (agent_id, id) DO UPDATE SET
     updated_at = excluded.updated_at, doc_len = excluded.doc_len, tsv = excluded.tsv,
     layer = excluded.layer, kind = excluded.kind, confidence = excluded.confidence,
     salience = excluded.salience, refs = excluded.refs, expires_at = excluded.expires_at,
-    fingerprint = excluded.fingerprint, hits = coalesce(%(hits)s, f.hits)
+    fingerprint = excluded.fingerprint, hits = coalesce(%(hits)s, f.hits),
+    key = excluded.key, valid_from = coalesce(excluded.valid_from, f.valid_from)
 """
 
 DELETE = "DELETE FROM facts WHERE agent_id = %s AND id = ANY(%s) RETURNING doc_len"
 
 SELECT_ONE = (
     f"SELECT {FACT_COLUMNS} FROM facts AS f"
-    f" WHERE f.agent_id = %(agent)s AND f.id = %(id)s AND {LIVE}"
+    f" WHERE f.agent_id = %(agent)s AND f.id = %(id)s AND {UNEXPIRED}"
 )
 SELECT_BY_PK = (
     f"SELECT f.pk, {FACT_COLUMNS} FROM facts AS f WHERE f.agent_id = %s AND f.pk = ANY(%s)"
@@ -164,18 +178,21 @@ _ITEM_FILTERS = (
     "f.layer = ANY(%(layers)s::text[])",
     "f.kind = %(kind)s",
     "f.confidence >= %(min_confidence)s",
+    VALID_AT,
 )
 
 FilterKey = tuple[bool, ...]
-NO_ITEM_KEY: FilterKey = (False, False, False)
+NO_ITEM_KEY: FilterKey = (False, False, False, False)
 
 
 @cache
 def filter_sql(key: FilterKey, item_key: FilterKey = NO_ITEM_KEY) -> str:
     """The filters present in `key` and `item_key` ANDed, and the expiry test (`LIVE`)."""
     parts = [f"({frag})" for frag, on in zip(_FILTERS, key, strict=True) if on]
-    parts += [f"({frag})" for frag, on in zip(_ITEM_FILTERS, item_key, strict=True) if on]
-    return " AND ".join([*parts, LIVE])
+    # item keys of 0.2 callers have three flags: no `as_of` (zip stops at the shorter)
+    parts += [f"({frag})" for frag, on in zip(_ITEM_FILTERS, item_key, strict=False) if on]
+    as_of = len(item_key) > 3 and item_key[3]
+    return " AND ".join([*parts, UNEXPIRED if as_of else LIVE])
 
 
 @cache
@@ -222,7 +239,7 @@ REMEMBER_FIND = f"""
 SELECT f.pk, f.id, f.tags, f.refs, f.metadata, f.confidence, f.salience, f.expires_at
 FROM facts AS f
 WHERE f.agent_id = %(agent)s AND f.fingerprint = %(fingerprint)s AND f.layer = %(layer)s
-    AND {LIVE}
+    AND f.key = %(key)s AND {LIVE}
 ORDER BY f.created_at, f.pk LIMIT 1 FOR UPDATE
 """
 REMEMBER_MERGE = """
@@ -233,13 +250,13 @@ WHERE agent_id = %(agent)s AND pk = %(pk)s
 """
 PROMOTE = f"""
 UPDATE facts AS f SET layer = %(layer)s, updated_at = %(now)s
-WHERE f.agent_id = %(agent)s AND f.id = %(id)s AND f.layer <> %(layer)s AND {LIVE}
+WHERE f.agent_id = %(agent)s AND f.id = %(id)s AND f.layer <> %(layer)s AND {UNEXPIRED}
 """
 PROMOTE_ELIGIBLE = f"""
 UPDATE facts AS f SET layer = %(to_layer)s, updated_at = %(now)s
 WHERE f.agent_id = %(agent)s AND f.layer = %(from_layer)s
     AND f.confidence >= %(min_confidence)s AND f.hits >= %(min_hits)s AND {LIVE}
-RETURNING f.id, f.created_at, f.pk
+RETURNING f.id, f.created_at, f.pk, f.key
 """
 EXPIRE = """
 DELETE FROM facts WHERE agent_id = %(agent)s AND expires_at <= %(now)s RETURNING doc_len
@@ -251,4 +268,17 @@ SELECT pk, content, metadata FROM facts WHERE agent_id = %s AND fingerprint = ''
 ANY_UNFINGERPRINTED = "SELECT 1 FROM facts WHERE agent_id = %s AND fingerprint = '' LIMIT 1"
 SET_FINGERPRINT = (
     "UPDATE facts SET fingerprint = %s, meta = %s::jsonb WHERE agent_id = %s AND pk = %s"
+)
+
+# -- facts that change (postgres/chains.py; the rules in rules/chains.py) ---------------------
+
+_CHAIN_ORDER = "ORDER BY coalesce(f.valid_from, f.created_at), f.pk"
+HISTORY_BY_KEY = (
+    f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.agent_id = %(agent)s AND f.chain = %(key)s"
+    f" AND {UNEXPIRED} {_CHAIN_ORDER}"
+)
+CHAIN_OF = "SELECT chain, layer FROM facts WHERE agent_id = %(agent)s AND id = %(id)s"
+HISTORY_OF_CHAIN = (
+    f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.agent_id = %(agent)s"
+    f" AND f.chain = %(chain)s AND f.layer = %(layer)s AND {UNEXPIRED} {_CHAIN_ORDER}"
 )

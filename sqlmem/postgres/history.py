@@ -12,7 +12,7 @@ messages first takes the agent's `corpus_stats` row (messages), which keeps the 
 statistics exact and orders the locks (statistics, then session), so writers cannot
 deadlock. An append (or append_many) is one statement doing all of this
 (`history_sql.APPEND`), in autocommit its own transaction: one round trip after the
-pool's liveness check, where it took eight (issue 21's speed pass). Compaction moves
+pool's liveness check, where it once took eight. Compaction moves
 `archived_seq` only, as in SQLite; the pair-safe rules are `sqlmem.rules.window`'s.
 0.2's `pop` deletes the newest active message and leaves
 `last_seq` alone (a seq is never handed out twice), so seqs may have holes: `holes`
@@ -26,7 +26,7 @@ a second statement of the append's transaction, the model run before it), and se
 offers modes "vector" and "hybrid" as on SQLite.
 
 Unlike the SQLite store, messages are always indexed: `history_search=False` only makes
-`search` refuse, as SPEC 5 requires.
+`search` refuse, as it does on SQLite.
 """
 
 from __future__ import annotations
@@ -50,7 +50,12 @@ from ..rules.checks import (
 )
 from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms, now_ms
-from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
+from ..rules.history_modes import (
+    HistoryMode,
+    check_history_mode,
+    needs_embedder_error,
+    vector_texts,
+)
 from ..rules.rows import messages_from_rows
 from ..rules.window import archive_boundary, drop_leading_tool_results
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment
@@ -64,8 +69,6 @@ if TYPE_CHECKING:
     from .message_vectors import MessageVectors, Prepared
 
 __all__ = ["PostgresHistoryStore"]
-
-_MAX_LIMIT = 2**62
 
 
 def _decoded(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
@@ -109,7 +112,7 @@ class PostgresHistoryStore:
         check_session_id(session_id)
         now = now_ms()
         row = self._encode(check_message(message), now)
-        prepared = self._prepare([message.content])  # the model runs here: no lock held
+        prepared = self._prepare(vector_texts([message], now))  # the model runs: no lock held
         return self._insert(session_id, [row], now, prepared)[0]
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
@@ -121,7 +124,7 @@ class PostgresHistoryStore:
         if not checked:
             return []
         rows = [self._encode(m, now) for m in checked]
-        prepared = self._prepare([m.content for m in checked])  # no lock held
+        prepared = self._prepare(vector_texts(checked, now))  # no lock held
         return self._insert(session_id, rows, now, prepared)
 
     def _prepare(self, contents: list[str]) -> Prepared | None:
@@ -289,9 +292,7 @@ class PostgresHistoryStore:
         if n <= 0:
             return []
         with self._engine.read() as conn:
-            rows = conn.execute(
-                sql.SELECT_RECENT, self._params(session_id, limit=min(n, _MAX_LIMIT))
-            ).fetchall()
+            rows = conn.execute(sql.SELECT_RECENT, self._params(session_id, limit=n)).fetchall()
         rows.reverse()
         found = messages_from_rows(_decoded(rows), session_id)
         return drop_leading_tool_results(found) if pair_safe else found
@@ -309,8 +310,8 @@ class PostgresHistoryStore:
         params = self._params(
             session_id,
             seq=seq,
-            before=min(before + 1, _MAX_LIMIT),
-            after=min(after, _MAX_LIMIT),
+            before=before + 1,
+            after=after,
         )
         with self._engine.read() as conn:
             rows = conn.execute(sql.AROUND, params).fetchall()
@@ -383,7 +384,7 @@ class PostgresHistoryStore:
         if session_id is not None:
             params["session"] = encode(session_id)
         if len(terms) <= MAX_QUERY_TERMS and single_lexemes(terms):  # ranked in the server
-            params.update(limit=min(top_k, _MAX_LIMIT), need=1)
+            params.update(limit=top_k, need=1)
             with self._engine.read() as conn:
                 found_rows = conn.execute(
                     sql.RANKED if session_id is None else sql.RANKED_SESSION, params
@@ -410,7 +411,7 @@ class PostgresHistoryStore:
                 terms = rarest_terms(terms, docs, "any")
                 if not terms:
                     return []
-            hits = best(rows, terms, int(stats[0]), int(stats[1]), False, min(top_k, _MAX_LIMIT))
+            hits = best(rows, terms, int(stats[0]), int(stats[1]), False, top_k)
             if not hits:
                 return []
             keys = [key for key, _ in hits]

@@ -36,11 +36,19 @@ def remember(conn: Conn, agent: str, row: FactRow, now: int) -> str | None:
     the caller's write transaction (the agent's corpus row already locked); returns that
     fact's id, or None when `row` must be written as `index` writes it (its id is stored,
     or nothing matches)."""
+    if row.valid_from_ms is not None:
+        return None  # a fact given its own valid time is a version of its own
     if conn.execute(sql.ID_EXISTS, {"agent": agent, "id": encode(row.id)}).fetchone():
         return None
     found = conn.execute(
         sql.REMEMBER_FIND,
-        {"agent": agent, "fingerprint": row.fingerprint, "layer": row.layer, "now": now},
+        {
+            "agent": agent,
+            "fingerprint": row.fingerprint,
+            "layer": row.layer,
+            "key": row.key,
+            "now": now,
+        },
     ).fetchone()
     if found is None:
         return None

@@ -58,7 +58,7 @@ SELECT
      WHERE agent_id = %(agent)s),
     (SELECT count(*) FROM messages WHERE agent_id = %(agent)s),
     (SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {facts_sql.LIVE}),
-    (SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {facts_sql.LIVE}
+    (SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {facts_sql.UNEXPIRED}
      AND NOT EXISTS (SELECT 1 FROM fact_vectors AS v
                      WHERE v.agent_id = f.agent_id AND v.fact_pk = f.pk
                        AND (%(model)s::text IS NULL OR v.model = %(model)s))),
@@ -136,8 +136,9 @@ def stats(engine: Engine, model: str | None) -> dict[str, Any]:
         "messages_active": int(active),
         "messages_archived": int(messages) - int(active),
         "facts": int(facts),
-        "facts_without_vectors": int(without),
-        "messages_without_vectors": int(messages_without),
+        # Rows waiting for embed_pending: none without an embedder (as on SQLite).
+        "facts_without_vectors": int(without) if model is not None else 0,
+        "messages_without_vectors": int(messages_without) if model is not None else 0,
         "documents": int(documents),
         "database_bytes": int(size),
     }

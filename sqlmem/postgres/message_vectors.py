@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..records import Message
-from ..rules.history_modes import message_needs_vector
+from ..rules.history_modes import message_needs_vector, vector_text_ms
 from ..rules.rows import messages_from_rows
 from ..search.embedding import Embedding
 from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
@@ -100,11 +100,16 @@ class MessageVectors:
             if not page:
                 return done
             after = (page[-1][0], page[-1][1])
-            texts = [decode(content) for _, _, content in page]
+            texts = [
+                vector_text_ms(decode(content), decode(name), ms)
+                for _, _, content, name, ms in page
+            ]
             keys = [self.embedding.key(t) for t in texts]
             vectors = self.embedding.vectors(texts, self._stored(keys))
             with self._engine.write() as conn:
-                for (session, seq, content), key, vector in zip(page, keys, vectors, strict=True):
+                for (session, seq, content, _, _), key, vector in zip(
+                    page, keys, vectors, strict=True
+                ):
                     if vector is None:
                         continue
                     cur = conn.execute(
@@ -134,12 +139,13 @@ class MessageVectors:
         first, `score` the cosine."""
         dim = int(query.shape[0])
         params: dict[str, Any] = {"agent": self._agent, "model": self.embedding.model, "dim": dim}
-        statement = sql.CANDIDATES_ALL
         if session_id is not None:
             params["session"] = encode(session_id)
-            statement = sql.CANDIDATES_SESSION
         with self._engine.snapshot() as conn:
-            candidates = conn.execute(statement, params).fetchall()
+            if session_id is not None:
+                candidates = conn.execute(sql.CANDIDATES_SESSION, params).fetchall()
+            else:
+                candidates = conn.execute(sql.CANDIDATES_ALL, params).fetchall()
             if not candidates:
                 return []
             matrix = from_blobs([bytes(blob) for _, _, blob in candidates], dim)

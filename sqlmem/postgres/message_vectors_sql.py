@@ -60,7 +60,7 @@ WHERE m.agent_id = %(agent)s AND m.content <> '' AND {_MISSING}
 
 #: A page of them, in (session_id, seq) order after the key `(after_session, after_seq)`.
 PENDING_PAGE = f"""
-SELECT m.session_id, m.seq, m.content FROM messages AS m
+SELECT m.session_id, m.seq, m.content, m.name, m.created_at FROM messages AS m
 WHERE m.agent_id = %(agent)s AND (m.session_id, m.seq) > (%(after_session)s, %(after_seq)s)
     AND m.content <> '' AND {_MISSING}
 ORDER BY m.session_id, m.seq LIMIT %(limit)s

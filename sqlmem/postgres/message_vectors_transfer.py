@@ -28,7 +28,7 @@ WHERE agent_id = %s AND (session_id, seq) > (%s, %s)
 ORDER BY session_id, seq LIMIT %s
 """
 _TARGET = """
-SELECT m.content, v.model, v.vector FROM messages AS m
+SELECT m.content, v.model, v.vector, m.name, m.created_at FROM messages AS m
 LEFT JOIN message_vectors AS v
     ON v.agent_id = m.agent_id AND v.session_id = m.session_id AND v.seq = m.seq
 WHERE m.agent_id = %s AND m.session_id = %s AND m.seq = %s
@@ -59,20 +59,21 @@ def import_message_vector(
     skipped as on SQLite (`sqlite.message_vectors_transfer.import_message_vector`)."""
     import numpy as np  # only imports that carry vectors load numpy
 
+    from ..rules.history_modes import vector_text_ms
     from ..search.vectors import checked_rows, content_key, to_blob
 
     session = encode(row.session_id)
     found = conn.execute(_TARGET, (agent, session, row.seq)).fetchone()
     raw = np.frombuffer(row.data, dtype="<f4").reshape(1, row.dim).astype(np.float32)
     vector = checked_rows(raw, 1)[0]
-    if (
-        found is None
-        or vector is None
-        or content_key(row.model, decode(found[0])) != row.content_hash
-    ):
+    if found is None or vector is None:
         counts.message_vectors_skipped += 1
         return
-    content, model, stored = found
+    content, model, stored, name, created_ms = found
+    text = vector_text_ms(decode(content), decode(name), created_ms)
+    if content_key(row.model, text) != row.content_hash:  # computed from another text
+        counts.message_vectors_skipped += 1
+        return
     blob = to_blob(vector)
     if model == row.model and stored is not None and bytes(stored) == blob:
         counts.message_vectors_skipped += 1

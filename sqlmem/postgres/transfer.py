@@ -33,11 +33,12 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..records import Fact
-from ..rules.encoding import now_ms
+from ..rules.encoding import dt_to_ms, now_ms
 from ..rules.export_blobs import CheckpointRecordRow, KVRecordRow
 from ..rules.export_format import (
     EXPORT_FORMAT,
     FORMAT_VERSION,
+    READABLE_FORMAT_VERSION,
     BlobRow,
     DocumentRow,
     ExportStream,
@@ -49,18 +50,19 @@ from ..rules.export_format import (
     Row,
     SummaryRow,
     VectorRow,
+    chain_fields,
     iso_from_ms,
     iso_ms,
     newer_record,
     read_export,
     read_records,
 )
-from ..rules.export_vectors import MESSAGE_VECTORS_FORMAT_VERSION
 from ..rules.filters import prepare_fact
 from ..rules.import_batches import write_in_batches
 from ..rules.rows import facts_from_rows
 from . import facts_sql, vectors_sql
 from . import transfer_sql as sql
+from .chains import link_supersessions
 from .codec import decode, encode
 from .corpus_sql import LOCK_CORPUS, MESSAGES, UPDATE_STATS
 from .docs_sql import DOCUMENTS
@@ -81,7 +83,8 @@ __all__ = ["BATCH_SIZE", "export_records", "import_lines", "import_records", "im
 BATCH_SIZE = 1000
 _PAGE = 1000
 _COMPARED = ("content", "source", "category", "tags", "metadata", "layer", "kind",
-             "confidence", "salience", "refs", "expires_ms", "hits")  # fmt: skip
+             "confidence", "salience", "refs", "expires_ms", "hits", "key",
+             "valid_from_ms")  # fmt: skip
 
 
 # -- export ----------------------------------------------------------------------------------
@@ -93,10 +96,12 @@ def export_records(db: PostgresDB, progress: Progress | None = None) -> Iterator
     `progress(n)` is called every 10,000 records."""
     with db._engine.read() as conn:
         row = conn.execute("SELECT max(version) FROM sqlmem_schema_version").fetchone()
+        changing = conn.execute(sql.ANY_CHANGING, (db.agent_id, db.agent_id)).fetchone()
     message_vectors = has_message_vectors(db)
+    newer = changing is not None or message_vectors
     yield {
         "format": EXPORT_FORMAT,
-        "format_version": MESSAGE_VECTORS_FORMAT_VERSION if message_vectors else FORMAT_VERSION,
+        "format_version": READABLE_FORMAT_VERSION if newer else FORMAT_VERSION,
         "schema_version": int(row[0]) if row and row[0] is not None else 0,
         "exported_at": iso_ms(datetime.now(timezone.utc)),
     }
@@ -189,7 +194,12 @@ def _fact_record(f: Fact) -> dict[str, Any]:
         "expires_at": None if f.expires_at is None else iso_ms(f.expires_at),
         "fingerprint": f.fingerprint,
         "hits": f.hits,
+        **chain_fields(f.key, _ms(f.valid_from), _ms(f.valid_to), f.superseded_by),
     }
+
+
+def _ms(value: datetime | None) -> int | None:
+    return None if value is None else dt_to_ms(value)
 
 
 def _vectors(db: PostgresDB) -> Iterator[dict[str, Any]]:
@@ -286,14 +296,21 @@ def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated:
             conn.execute(sql.RECOUNT_HOLES, (agent, sorted(sessions)))
         facts = [f for f in winners.values() if _beats_stored(conn, agent, f, undated)]
         if facts:
-            params = [db.facts._params(prepare_fact(f, keep_hits=True)) for f in facts]
-            db.facts._upsert(conn, params, now)
+            fact_rows = [prepare_fact(f, keep_hits=True) for f in facts]
+            params = [db.facts._params(r) for r in fact_rows]
+            db.facts._write_rows(conn, fact_rows, params, now)
+            pairs = [(encode(f.id), _encoded(f.superseded_by)) for f in facts if not f.key]
+            link_supersessions(conn, agent, pairs)
         for f in facts:
             (undated.add if f.updated_at is None else undated.discard)(f.id)
         counts.facts += len(facts)
         counts.facts_skipped += seen - len(facts)
         for vector in vectors:
             _write_vector(conn, agent, vector, counts)
+
+
+def _encoded(fact_id: str | None) -> str | None:
+    return None if fact_id is None else encode(fact_id)
 
 
 def _skip_blob(row: BlobRow, counts: ImportCounts) -> None:

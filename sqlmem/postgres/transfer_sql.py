@@ -3,7 +3,7 @@ every value bound, every statement naming one agent_id."""
 
 from __future__ import annotations
 
-from .facts_sql import FACT_COLUMNS, LIVE
+from .facts_sql import FACT_COLUMNS, UNEXPIRED
 
 __all__ = [
     "ADD_REVISION",
@@ -41,13 +41,13 @@ ORDER BY session_id LIMIT %s
 """
 EXPORT_FACTS_PAGE = f"""
 SELECT f.pk, {FACT_COLUMNS} FROM facts AS f
-WHERE f.agent_id = %(agent)s AND f.pk > %(after)s AND {LIVE}
+WHERE f.agent_id = %(agent)s AND f.pk > %(after)s AND {UNEXPIRED}
 ORDER BY f.pk LIMIT %(limit)s
 """
 EXPORT_VECTORS_PAGE = f"""
 SELECT f.pk, f.id, v.model, v.dim, v.vector FROM fact_vectors AS v
 JOIN facts AS f ON f.agent_id = v.agent_id AND f.pk = v.fact_pk
-WHERE v.agent_id = %(agent)s AND f.pk > %(after)s AND {LIVE}
+WHERE v.agent_id = %(agent)s AND f.pk > %(after)s AND {UNEXPIRED}
 ORDER BY f.pk LIMIT %(limit)s
 """
 
@@ -92,7 +92,7 @@ WHERE s.agent_id = %s AND s.session_id = ANY(%s)
 IMPORT_VECTOR_TARGET = f"""
 SELECT f.content, v.model, v.vector FROM facts AS f
 LEFT JOIN fact_vectors AS v ON v.agent_id = f.agent_id AND v.fact_pk = f.pk
-WHERE f.agent_id = %(agent)s AND f.id = %(id)s AND {LIVE}
+WHERE f.agent_id = %(agent)s AND f.id = %(id)s AND {UNEXPIRED}
 """
 
 # -- documents (sqlmem.postgres.docs_transfer) -------------------------------------------------
@@ -136,4 +136,11 @@ ADD_REVISION = """
 INSERT INTO document_revisions (agent_id, path, revision, size, updated_at, content)
 VALUES (%(agent)s, %(path)s, %(revision)s, %(size)s, %(updated)s, %(content)s)
 ON CONFLICT (agent_id, path, revision) DO NOTHING
+"""
+
+#: Whether the agent has a fact with a key, a valid time or a link (the export is then
+#: format 3): probes of the partial indexes holding only such facts.
+ANY_CHANGING = """
+SELECT 1 WHERE EXISTS (SELECT 1 FROM facts WHERE agent_id = %s AND chain IS NOT NULL)
+    OR EXISTS (SELECT 1 FROM facts WHERE agent_id = %s AND valid_from IS NOT NULL)
 """

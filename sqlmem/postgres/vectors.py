@@ -1,4 +1,4 @@
-"""Fact vectors on PostgreSQL (SPEC 17): the SQLite store's design (`sqlmem.sqlite.vectors`)
+"""Fact vectors on PostgreSQL: the SQLite store's design (`sqlmem.sqlite.vectors`)
 on one agent's rows. Vectors are computed before the write transaction (the model never
 runs while the agent's corpus row is locked), written inside it, so a fact and its vector
 commit together; search reads the filtered candidates' (pk, vector) in one snapshot, ranks
@@ -9,9 +9,11 @@ for very large agents, as the matrix cache is on SQLite).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..errors import SqlmemError
 from ..records import Fact
 from ..rules.encoding import now_ms
 from ..rules.filters import FactRow
@@ -24,6 +26,8 @@ from .codec import decode, encode
 from .engine import Conn, Engine
 
 __all__ = ["FactVectors", "Prepared"]
+
+_log = logging.getLogger("sqlmem")
 
 #: (fact id, content hash, unit vector) of one fact about to be written.
 Prepared = list[tuple[str, str, Vector]]
@@ -43,12 +47,22 @@ class FactVectors:
 
     def prepare(self, rows: Sequence[FactRow]) -> Prepared:
         """Vectors for rows about to be written: from the cache, from identical content
-        already stored, else from the model (outside any transaction of ours)."""
+        already stored, else from the model (outside any transaction of ours).
+
+        Inside `atomic()` the block's transaction is already open and the model must not
+        run in it (its row locks would be held for the model's time): only known vectors
+        are taken, the others are computed after the block commits and stored in a short
+        transaction of their own (`_fill_after_commit`), as on SQLite."""
         if not rows:
             return []
+        held = self._engine.in_atomic
         texts = [r.content for r in rows]
         keys = [self.embedding.key(t) for t in texts]
-        vectors = self.embedding.vectors(texts, self._stored(keys))
+        vectors = self.embedding.vectors(texts, self._stored(keys), run_model=not held)
+        if held:
+            later = [(r.id, r.content) for r, v in zip(rows, vectors, strict=True) if v is None]
+            if later:
+                self._engine.after_commit(lambda: self._fill_after_commit(later))
         return [
             (r.id, key, vector)
             for r, key, vector in zip(rows, keys, vectors, strict=True)
@@ -84,6 +98,41 @@ class FactVectors:
                     }
                     for fact_id, key, vector in prepared
                 ],
+            )
+
+    def _fill_after_commit(self, written: list[tuple[str, str]]) -> None:
+        """Vectors of facts an `atomic()` block wrote, once it committed: the model runs
+        with no transaction open, and each vector is stored only if its fact still holds
+        the text that was embedded. The block has committed, so nothing here may fail
+        it: a busy or unreachable server is logged, and `embed_pending` fills those
+        vectors later."""
+        try:
+            texts = [content for _, content in written]
+            keys = [self.embedding.key(t) for t in texts]
+            vectors = self.embedding.vectors(texts, self._stored(keys))
+            model = self.embedding.model
+            params = [
+                {
+                    "agent": self._agent,
+                    "id": encode(fact_id),
+                    "content": encode(content),
+                    "model": model,
+                    "dim": int(vector.shape[0]),
+                    "hash": key,
+                    "vector": to_blob(vector),
+                }
+                for (fact_id, content), key, vector in zip(written, keys, vectors, strict=True)
+                if vector is not None
+            ]
+            if params:
+                with self._engine.write() as conn, conn.cursor() as cur:
+                    cur.executemany(sql.FILL_BY_ID, params)
+        except SqlmemError as exc:
+            _log.warning(
+                "vectors of %d fact(s) written inside atomic() were not stored "
+                "(embed_pending() fills them later): %s",
+                len(written),
+                exc,
             )
 
     def embed_pending(self, batch_size: int, progress: Progress | None) -> int:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from functools import cache
 
-from .facts_sql import LIVE, NO_ITEM_KEY, FilterKey, filter_sql
+from .facts_sql import NO_ITEM_KEY, UNEXPIRED, FilterKey, filter_sql
 
 __all__ = [
+    "FILL_BY_ID",
     "FILL_ONE",
     "PENDING_COUNT",
     "PENDING_PAGE",
@@ -39,6 +40,16 @@ WHERE agent_id = %(agent)s AND pk = %(pk)s AND content = %(content)s"""
     + _SET
 )
 
+#: The vector of a fact written inside atomic(), computed after the block committed: only
+#: if the fact still holds the content that was embedded.
+FILL_BY_ID = (
+    """
+INSERT INTO fact_vectors (agent_id, fact_pk, model, dim, content_hash, vector)
+SELECT agent_id, pk, %(model)s, %(dim)s, %(hash)s, %(vector)s FROM facts
+WHERE agent_id = %(agent)s AND id = %(id)s AND content = %(content)s"""
+    + _SET
+)
+
 #: Vectors already stored for these texts (the embedding cache), by content hash.
 STORED_BY_HASH = """
 SELECT DISTINCT ON (content_hash) content_hash, vector FROM fact_vectors
@@ -50,11 +61,11 @@ _MISSING = """NOT EXISTS (SELECT 1 FROM fact_vectors AS v
 
 #: Live facts without a vector of the store's model.
 PENDING_COUNT = (
-    f"SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {LIVE} AND {_MISSING}"
+    f"SELECT count(*) FROM facts AS f WHERE f.agent_id = %(agent)s AND {UNEXPIRED} AND {_MISSING}"
 )
 PENDING_PAGE = f"""
 SELECT f.pk, f.content FROM facts AS f
-WHERE f.agent_id = %(agent)s AND f.pk > %(after)s AND {LIVE} AND {_MISSING}
+WHERE f.agent_id = %(agent)s AND f.pk > %(after)s AND {UNEXPIRED} AND {_MISSING}
 ORDER BY f.pk LIMIT %(limit)s
 """
 

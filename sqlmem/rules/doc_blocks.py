@@ -1,4 +1,4 @@
-"""Search blocks of a workspace document (SPEC 14): how a content is cut into blocks (runs
+"""Search blocks of a workspace document: how a content is cut into blocks (runs
 of non-blank lines), and where two contents differ, by lines.
 
 `split_blocks` is used by every backend (the blocks are what search ranks);

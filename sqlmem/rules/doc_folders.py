@@ -1,4 +1,4 @@
-"""Folder sync of the workspace documents (SPEC 14), for people who edit memory in their
+"""Folder sync of the workspace documents, for people who edit memory in their
 editor: the file-system half of `export_dir` and `import_dir`, shared by every backend.
 
 Safety, the whole point of this module:

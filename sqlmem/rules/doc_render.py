@@ -1,4 +1,4 @@
-"""The two prompt blocks made of workspace documents (SPEC 14), in their exact formats.
+"""The two prompt blocks made of workspace documents, in their exact formats.
 
 Both backends pass their documents in and return what these functions make, so a prompt
 reads the same whichever store holds the files.
@@ -6,13 +6,13 @@ reads the same whichever store holds the files.
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Iterable, Mapping
 from datetime import date, timedelta
 from typing import Any
 
 from ..errors import InvalidArgumentError
+from .checks import check_count
 from .documents import check_day
 
 __all__ = ["DAILY_NOTE", "check_recent_days", "daily_day", "memory_context", "render_files"]
@@ -33,19 +33,16 @@ def daily_day(path: str) -> date | None:
 
 
 def render_files(documents: Iterable[tuple[str, str]]) -> str:
-    """MateClaw's system-prompt block: `(path, content)` of the enabled documents, in
+    """The system-prompt block of the prompt files: `(path, content)` of the enabled documents, in
     `(sort_order, path)` order, each as `--- {path} ---\\n{content}\\n`, a blank line
     between; "" when there are none."""
     return "\n".join(f"--- {path} ---\n{content}\n" for path, content in documents)
 
 
 def check_recent_days(value: Any) -> int:
-    if isinstance(value, bool):
-        raise InvalidArgumentError("recent_days must be an integer, not bool")
-    try:
-        days = operator.index(value)
-    except TypeError:
-        raise InvalidArgumentError("recent_days must be an integer") from None
+    """Any integer type (numpy's too), never a bool, >= 0; the integer rule every count
+    follows (`check_count`)."""
+    days = check_count(value, "recent_days")
     if days < 0:
         raise InvalidArgumentError(f"recent_days must be >= 0, got {days}")
     return min(days, 3_650_000)  # past year 9999 either way
@@ -81,7 +78,7 @@ def _note(day: date, content: str) -> str:
 
 
 def memory_context(memory: str | None, notes: Mapping[date, str], today: date, first: date) -> str:
-    """golemcore's block: `## Long-term Memory` (MEMORY.md), `## Today's Notes` and
+    """The memory-and-notes block: `## Long-term Memory` (MEMORY.md), `## Today's Notes` and
     `## Recent Context` (the notes of the days from `first` to yesterday, newest first,
     each under `### {day}`). A section is present only when it has text; "" when none.
 

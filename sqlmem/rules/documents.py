@@ -1,4 +1,4 @@
-"""The rules of the workspace documents (SPEC 14), written once for every backend.
+"""The rules of the workspace documents, written once for every backend.
 
 Paths, content limits, the defaults of a new document, what `edit`, `append` and
 `append_daily` make of a content, how many revisions are kept, and the records built from
@@ -60,7 +60,8 @@ _PATH = re.compile(
 )
 _SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*\Z", re.ASCII)
 
-#: The prompt files of MateClaw: enabled when created, in this order, at the top level.
+#: The prompt files an agent reads every turn: enabled when created, in this order, at the
+#: top level.
 _PROMPT_FILES = ("AGENTS.md", "SOUL.md", "PROFILE.md", "MEMORY.md")
 _OTHER_SORT_ORDER = 100
 _MAX_INT = 2**63 - 1

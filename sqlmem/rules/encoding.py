@@ -95,7 +95,7 @@ def dumps_json(value: Any) -> str:
 #: inside it one more. Deeper values are refused (InvalidArgumentError naming the field;
 #: a ValueError when a record is built) by every store and filter alike. Why a limit:
 #: without one a value nested ~1,000 levels raised RecursionError from Python's JSON
-#: encoder (issue 23 item 13), its exact depth depending on the caller's stack, and
+#: encoder, its exact depth depending on the caller's stack, and
 #: SQLite's JSON functions refuse more than 1,000 levels. 64 is far beyond real metadata
 #: and far inside both.
 MAX_METADATA_DEPTH = 64

@@ -27,8 +27,13 @@ observe, exactly. Line 1 is a header; then one record per line:
 Format version 2 (0.2) adds, after the documents, the frameworks' tables: kv rows, then
 LangGraph checkpoints and their pending writes (rules/export_blobs.py has their fields).
 
-Format version 3 (0.3) adds message vectors after the summaries (rules/export_vectors.py);
-an export without any stays version 2.
+Format version 3 (0.3) adds two things, each only when the database holds some: message
+vectors after the summaries (rules/export_vectors.py), and, on a fact record whose fact has
+a key, a valid time or a successor, `key`, `valid_from`, `valid_to` and `superseded_by`. An
+import places keyed facts in their chains by `valid_from` (`valid_to` is derived again) and
+relinks facts without a key that `superseded_by` names. An export holding neither is
+written as version 2, which a 0.2 reader reads; a 0.2 reader refuses a version 3 file at
+its header, before writing anything.
 
 A vector record (0.2, SPEC 17) follows the facts: the embedding of that fact's content; an
 import stores it when the fact exists (vectors of facts the file does not hold are skipped).
@@ -83,6 +88,7 @@ from .filters import prepare_fact
 from .identity import fact_id
 
 __all__ = [
+    "CHAINS_FORMAT_VERSION",
     "EXPORT_FORMAT",
     "FORMAT_VERSION",
     "MAX_IMPORTED_SEQ",
@@ -99,6 +105,7 @@ __all__ = [
     "Row",
     "SummaryRow",
     "VectorRow",
+    "chain_fields",
     "iso_from_ms",
     "iso_ms",
     "newer_record",
@@ -113,8 +120,10 @@ EXPORT_FORMAT = "sqlmem-export"
 #: version-1 reader would refuse midway, after committing the records before them; it
 #: now refuses the header instead. Version-1 files import as before.
 FORMAT_VERSION = 2
-#: The newest version this reader reads: 3 is 2 plus message vectors (rules/export_vectors.py),
-#: written only by an export that holds some.
+#: What an export holding facts that change (keys, valid times, supersession) or message
+#: vectors writes, and the newest version this reader reads; one without them stays
+#: FORMAT_VERSION, which readers of 0.2 read as before.
+CHAINS_FORMAT_VERSION = MESSAGE_VECTORS_FORMAT_VERSION
 READABLE_FORMAT_VERSION = MESSAGE_VECTORS_FORMAT_VERSION
 #: The largest seq or archive boundary an import accepts: half of SQLite's integer range,
 #: so that 2**62 appends always fit after any import. Up to 0.1 any 64-bit value passed,
@@ -412,6 +421,20 @@ def _counter(value: Any, name: str, minimum: int) -> int:
             f"{name} must be an integer from {minimum} to 2**62 (room for later appends)"
         )
     return value
+
+
+def chain_fields(
+    key: str, valid_from: int | None, valid_to: int | None, superseded_by: str | None
+) -> dict[str, Any]:
+    """A fact record's facts-that-change fields (format 3); {} for a fact in no chain."""
+    if not key and valid_from is None and superseded_by is None:
+        return {}
+    return {
+        "key": key,
+        "valid_from": None if valid_from is None else iso_from_ms(valid_from),
+        "valid_to": None if valid_to is None else iso_from_ms(valid_to),
+        "superseded_by": superseded_by,
+    }
 
 
 def newer_record(later: Fact, earlier: Fact) -> bool:

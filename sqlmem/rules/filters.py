@@ -22,6 +22,7 @@ Filter semantics (SPEC 6):
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -31,6 +32,7 @@ from typing import Any, NamedTuple
 from ..errors import InvalidArgumentError
 from ..records import Fact, check_category
 from ..search.query import segment
+from .chains import check_key
 from .encoding import dt_to_ms, dumps_json, encode_metadata_json
 from .items import item_values
 from .metadata import Condition, compile_metadata, conditions_json, json_equal
@@ -55,6 +57,9 @@ MAX_FACT_ID_LEN = 512
 # -- records in -------------------------------------------------------------------------
 
 
+_KEY_CHARS = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
 class FactRow(NamedTuple):
     """A validated fact as stored; `created_ms`/`updated_ms` are None when not given."""
 
@@ -76,6 +81,9 @@ class FactRow(NamedTuple):
     expires_ms: int | None = None
     fingerprint: str = ""
     hits: int | None = None  # None: 1 for a new fact, unchanged for a stored one
+    # facts that change (`rules.chains`)
+    key: str = ""
+    valid_from_ms: int | None = None  # None: not given (created_at, or kept on update)
 
 
 def _utf8(value: str, what: str) -> None:
@@ -113,6 +121,12 @@ def prepare_fact(fact: object, *, keep_hits: bool = False) -> FactRow:
     # One encode over everything catches lone surrogates before anything is written
     # (ASCII text, the usual case, cannot hold one and skips the encode).
     items = item_values(fact, keep_hits=keep_hits)
+    key = fact.key
+    if key and (type(key) is not str or not _KEY_CHARS.fullmatch(key)):
+        try:
+            check_key(key)
+        except ValueError as exc:
+            raise InvalidArgumentError(f"Fact.key: {exc}") from None
     text = f"{fact_id}{content}{fact.source}{tags_json}{meta_json}{items[4]}"
     if not text.isascii():
         _utf8(text, f"Fact {fact_id!r}")
@@ -127,6 +141,8 @@ def prepare_fact(fact: object, *, keep_hits: bool = False) -> FactRow:
         _ms(fact.updated_at, "Fact.updated_at"),
         segment(content),
         *items,
+        key,
+        _ms(fact.valid_from, "Fact.valid_from"),
     )
 
 
@@ -151,15 +167,27 @@ def merge_batch(rows: Sequence[FactRow]) -> list[FactRow]:
         prev = merged.get(row.id)
         if prev is not None and row.created_ms is None and prev.created_ms is not None:
             row = row._replace(created_ms=prev.created_ms)
+        if prev is not None and row.valid_from_ms is None and prev.valid_from_ms is not None:
+            row = row._replace(valid_from_ms=prev.valid_from_ms)
         merged[row.id] = row  # dict keeps the first insertion position
     return list(merged.values())
 
 
 def is_fact_id(value: object) -> bool:
-    """True for a string that could be a stored id; non-strings are a caller bug."""
+    """True for a string that could be a stored id; non-strings are a caller bug. A text
+    with a lone surrogate is no stored id (records refuse it), and the drivers cannot even
+    send it, so it is "not found" rather than an encoding error."""
     if not isinstance(value, str):
         raise InvalidArgumentError(f"fact ids are strings, got {type(value).__name__}")
-    return 0 < len(value) <= MAX_FACT_ID_LEN
+    return 0 < len(value) <= MAX_FACT_ID_LEN and (value.isascii() or _encodable(value))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 #: Every search mode; "vector" and "hybrid" need the store's embedder (SPEC 17).

@@ -55,7 +55,10 @@ def check_semantic(
         filter_args["metadata"],
     )
     item_filters = make_item_filters(
-        filter_args["layer"], filter_args["kind"], filter_args["min_confidence"]
+        filter_args["layer"],
+        filter_args["kind"],
+        filter_args["min_confidence"],
+        filter_args.get("as_of"),
     )
     return text, limit, filters, item_filters
 

@@ -2,7 +2,7 @@
 
 The extractor stores a fact under an id derived from its normalised text, so the same fact
 extracted twice (or by two processes) is stored once; import and the in-memory store use
-the same rule. A memory item's `fingerprint` (SPEC 12) is the full digest of that same
+the same rule. A memory item's `fingerprint` is the full digest of that same
 normalised text: `remember` merges facts whose fingerprints agree.
 """
 

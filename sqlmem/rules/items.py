@@ -27,6 +27,7 @@ from ..records import (
     check_references,
     check_unit_interval,
 )
+from .chains import check_as_of
 from .encoding import dt_to_ms, dumps_json
 from .identity import fingerprint
 
@@ -159,10 +160,17 @@ class ItemFilters:
     layers: tuple[str, ...] = ()
     kind: str | None = None
     min_confidence: float | None = None
+    #: `as_of=`: facts valid at that time (ms) instead of now (`rules.chains`).
+    as_of_ms: int | None = None
 
     @property
-    def key(self) -> tuple[bool, bool, bool]:
-        return (bool(self.layers), self.kind is not None, self.min_confidence is not None)
+    def key(self) -> tuple[bool, bool, bool, bool]:
+        return (
+            bool(self.layers),
+            self.kind is not None,
+            self.min_confidence is not None,
+            self.as_of_ms is not None,
+        )
 
     @property
     def empty(self) -> bool:
@@ -176,6 +184,8 @@ class ItemFilters:
             out["kind"] = self.kind
         if self.min_confidence is not None:
             out["min_confidence"] = self.min_confidence
+        if self.as_of_ms is not None:
+            out["at"] = self.as_of_ms
         return out
 
     def accepts(self, layer: str, kind: str, confidence: float) -> bool:
@@ -193,13 +203,16 @@ def make_item_filters(
     layer: str | Collection[str] | None = None,
     kind: str | None = None,
     min_confidence: float | None = None,
+    as_of: datetime | None = None,
 ) -> ItemFilters:
     """`layer` is one layer or a collection of them (an empty one filters nothing, like
     `tags=[]`); `kind` is equal (`""` selects facts without a kind); `min_confidence`
-    is inclusive."""
-    if layer is None and kind is None and min_confidence is None:
+    is inclusive; `as_of` selects the facts valid at that time instead of now."""
+    if layer is None and kind is None and min_confidence is None and as_of is None:
         return NO_ITEM_FILTERS
-    return ItemFilters(_layers(layer), _kind(kind), _min_confidence(min_confidence))
+    return ItemFilters(
+        _layers(layer), _kind(kind), _min_confidence(min_confidence), check_as_of(as_of)
+    )
 
 
 def _layers(layer: object) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Metadata filters (SPEC 6), compiled once into conditions that every backend evaluates.
+"""Metadata filters, compiled once into conditions that every backend evaluates.
 
 A filter `{key: value, ...}` holds for a fact when every entry holds. An entry's value is
 either a plain JSON value (the key is present with a typed-equal value, 0.1's equality

@@ -2,7 +2,8 @@
 
 The database path (`sqlmem.open`) and the factory's folders follow one rule: a path that
 can never work raises `InvalidArgumentError` before anything is created, and an OS refusal
-a sqlmem error, never a RuntimeError or OSError (issue 23, item 9).
+a sqlmem error, never a RuntimeError or OSError (which once leaked from
+over-long or looping paths).
 """
 
 from __future__ import annotations

@@ -205,6 +205,8 @@ def _messages_constructed(
 
 
 _FACT_FIELDS_SET = set(_FACT_FIELDS)
+#: Where a stored row's validity columns (key, valid_from, valid_to, superseded_by) end.
+_VALIDITY_END = 20
 
 
 def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact]:
@@ -212,7 +214,8 @@ def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact
 
     A row is (id, content, source, category, tags JSON, metadata JSON, created_at ms,
     updated_at ms, layer, kind, confidence, salience, references JSON, expires_at ms or
-    None, fingerprint, hits) (`facts_sql`'s column list), then with `ranked` its bm25
+    None, fingerprint, hits, key, valid_from ms or None (not given: created_at), valid_to ms or
+    None, superseded_by or None) (`facts_sql`'s column list), then with `ranked` its bm25
     score (lower is better; the Fact gets it negated, higher is better). `build_fact`
     inlined in one loop, as `messages_from_rows`: a search builds up to top_k facts on
     every call (~1.1 -> ~0.8 µs a fact).
@@ -225,13 +228,13 @@ def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact
     score = None
     for row in rows:
         if ranked:
-            (fact_id, content, source, category, tags, meta, created, updated,
-             layer, kind, confidence, salience, refs, expires,
-             fingerprint, hits, rank) = row  # fmt: skip
-            score = -rank
-        else:
-            (fact_id, content, source, category, tags, meta, created, updated,
-             layer, kind, confidence, salience, refs, expires, fingerprint, hits) = row  # fmt: skip
+            score = -row[-1]
+        (fact_id, content, source, category, tags, meta, created, updated, layer,
+         kind, confidence, salience, refs, expires, fingerprint, hits) = row[:16]  # fmt: skip
+        if len(row) >= _VALIDITY_END + ranked:
+            key, valid_from, valid_to, successor = row[16:_VALIDITY_END]
+        else:  # a row of the 0.2 columns: a fact in no chain
+            key, valid_from, valid_to, successor = "", None, None, None
         values = {
             "id": fact_id,
             "content": content,
@@ -251,6 +254,14 @@ def facts_from_rows(rows: Iterable[Sequence[Any]], *, ranked: bool) -> list[Fact
             else (cached_datetime(expires) or new_datetime(expires)),
             "fingerprint": fingerprint,
             "hits": hits,
+            "key": key,
+            "valid_from": None
+            if valid_from is None
+            else (cached_datetime(valid_from) or new_datetime(valid_from)),
+            "valid_to": None
+            if valid_to is None
+            else (cached_datetime(valid_to) or new_datetime(valid_to)),
+            "superseded_by": successor,
             "score": score,
         }
         if fast:  # `_unvalidated` inlined
@@ -313,6 +324,10 @@ def build_fact(
     fingerprint: str,
     hits: int,
     score: float | None = None,
+    key: str = "",
+    valid_from_ms: int | None = None,
+    valid_to_ms: int | None = None,
+    superseded_by: str | None = None,
 ) -> Fact:
     """A Fact from its stored values (JSON text, unix ms), without validation.
 
@@ -322,6 +337,8 @@ def build_fact(
     row = (
         *(fact_id, content, source, category, tags, metadata, created_ms, updated_ms),
         *(layer, kind, confidence, salience, refs, expires_ms, fingerprint, hits),
+        *(key, valid_from_ms, valid_to_ms),
+        superseded_by,
     )
     if score is None:
         return facts_from_rows([row], ranked=False)[0]
@@ -335,7 +352,7 @@ def _construct_ok() -> bool:
     try:
         fact = build_fact(
             "i", "c", "s", "a/b", '["t"]', '{"k":1}', 1, 2,
-            "episodic", "k", 0.5, 0.25, '["r"]', 3, "ab", 2, 0.5,
+            "episodic", "k", 0.5, 0.25, '["r"]', 3, "ab", 2, 0.5, "a.b", 1, 4, "j",
         )  # fmt: skip
         call = build_tool_call("x", "f", "{}")
         message = message_from_values(

@@ -1,4 +1,4 @@
-"""One store's use of its embedder (SPEC 17): when to call it, what to do when it fails.
+"""One store's use of its embedder: when to call it, what to do when it fails.
 
 Both fact stores (the SQLite one and the in-memory twin) go through this, so they embed
 the same texts, cache alike and fail alike:
@@ -8,7 +8,12 @@ the same texts, cache alike and fail alike:
   database's vectors of identical content), and only then the model, once per distinct text
   of the batch.
 - The model runs before any write transaction and never under a lock of ours: the caller
-  asks for vectors first and writes afterwards.
+  asks for vectors first and writes afterwards. A write made while the caller already
+  holds the lock (inside `atomic()`) takes only known vectors (`run_model=False`); the
+  store computes the others after the block commits.
+- A query goes through `embed_query` when the embedder has one (asymmetric models), and
+  is cached apart from stored texts then: the same words as a query and as a stored text
+  have two different vectors.
 - An embedder that raises, or returns something `search.vectors.checked_rows` refuses,
   never costs the write: those texts get no vector, a warning is logged on the "sqlmem"
   logger, and `embed_pending` fills them later.
@@ -22,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..rules.embedder import check_embedder
+from ..rules.embedder import check_embedder, embed_queries, has_query_side
 from .vectors import Vector, checked_rows, content_key, unit_query
 
 __all__ = ["Embedding"]
@@ -39,6 +44,8 @@ class Embedding:
     def __init__(self, embedder: Any) -> None:
         self.embedder = check_embedder(embedder)
         self.model: str = embedder.model
+        # Queries share the stored texts' cache entries only when both are embedded alike.
+        self._query_model = self.model + "\x00query" if has_query_side(embedder) else self.model
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -46,10 +53,16 @@ class Embedding:
         return content_key(self.model, text)
 
     def vectors(
-        self, texts: Sequence[str], stored: Mapping[str, Vector] | None = None
+        self,
+        texts: Sequence[str],
+        stored: Mapping[str, Vector] | None = None,
+        *,
+        run_model: bool = True,
     ) -> list[Vector | None]:
         """A unit vector per text (None where the model gave none). `stored`: vectors
-        already in the store, by content hash."""
+        already in the store, by content hash. `run_model=False`: only what is known
+        already (cache, `stored`), None for the rest: for a caller that holds a write
+        lock and computes the rest once it is released."""
         keys = [self.key(t) for t in texts]
         found: dict[str, Vector | None] = {}
         with self._lock:
@@ -65,22 +78,22 @@ class Embedding:
         for key, text in zip(keys, texts, strict=True):
             if key not in found:
                 missing.setdefault(key, text)
-        if missing:
+        if missing and run_model:
             found.update(zip(missing, self._embed(list(missing.values())), strict=True))
         self._remember(found)
-        return [found[key] for key in keys]
+        return [found.get(key) for key in keys]
 
     def query(self, text: str) -> Vector | None:
         """The query's unit vector, or None: no usable vector (a zero vector), or the
         embedder failed (logged): vector search then finds nothing and hybrid search
         ranks by BM25 alone, rather than failing the agent's turn."""
-        key = self.key(text)
+        key = content_key(self._query_model, text)
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None:
             return hit
         try:
-            vector = unit_query(self.embedder.embed([text]))
+            vector = unit_query(embed_queries(self.embedder, [text]))
         except Exception as exc:  # the caller's code, as for writes
             _log.warning(
                 "embedder %r failed for a query; searching without its vector: %s: %s",

@@ -46,7 +46,7 @@ __all__ = [
 #: words a `mode="raw"` query may hold (its operators AND, OR, NOT, NEAR not counted).
 #: Why a cap: FTS5 scores every matching row over every phrase of the query, so a query's
 #: cost grows with (matching rows x phrases): superlinear in its length. Uncapped, a query
-#: of 10,000 words took seconds and a 1 MB raw query minutes (issue 23 item 6), holding a
+#: of 10,000 words took seconds and a 1 MB raw query minutes, holding a
 #: read snapshot (and so the WAL) all along. Measured on 19,000 facts with every query
 #: word in ~110 of them, an OR of 32 words took 2.6 ms, 64 words 6.2 ms, 128 words 18 ms,
 #: 512 words 116 ms: past 64 the cost turns superlinear, and 64 distinct words is far

@@ -52,6 +52,8 @@ class Writing:
             self._tx.__exit__(exc_type, exc, tb)
         finally:
             self._engine._leave()
+        for work in self._tx.committed_work:  # committed, lock released (after_commit)
+            work()
 
 
 class Reading:

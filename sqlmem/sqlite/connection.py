@@ -19,8 +19,10 @@ reads in flight have ended, and restarts the WAL in that moment.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
+import urllib.parse
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -89,7 +91,14 @@ def ensure_file(path: Path) -> None:
         os.close(fd)
     except OSError as exc:
         remove_folders(created)
+        if exc.errno in _READ_ONLY_ERRNOS and os.path.isfile(path):  # it exists: not created
+            what = "database file is read-only, it can only be read"
+            raise map_os_error(exc, path, what) from exc
         raise map_os_error(exc, path, "cannot create database file") from exc
+
+
+#: What opening an existing file for writing fails with when we may only read it.
+_READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
 def ensure_folder(folder: Path) -> list[Path]:
@@ -211,7 +220,7 @@ class WalCheckpointer:
         self._busy_timeout_ms = busy_timeout_ms
         self._pause_readers = pause_readers
         #: Leave PASSIVE checkpoints to the owner (`passive_due`), which runs them on
-        #: another connection once this process's write lock is free (issue 22, W6): run
+        #: another connection once this process's write lock is free: run
         #: here, a checkpoint's page copy and fsyncs (tens of ms under load) held every
         #: other writer of the process, while a plain SQLite connection checkpoints after
         #: it let go of the write lock.
@@ -294,22 +303,65 @@ _SETTINGS = (
 )
 
 
-def connect(path: Path, config: StoreConfig, *, create: bool = False) -> apsw.Connection:
-    """A configured connection to an existing (or, with `create`, new) database file."""
-    flags = apsw.SQLITE_OPEN_READWRITE
+def connect(
+    path: Path, config: StoreConfig, *, create: bool = False, read_only: bool = False
+) -> apsw.Connection:
+    """A configured connection to an existing (or, with `create`, new) database file.
+
+    `read_only` (a connection that will never write, see `readonly.py`): a WAL file in a
+    folder where its -wal and -shm files cannot be created (a read-only folder or mount)
+    is still readable, see `_immutable`."""
     if create:
         ensure_file(path)
     elif not path.exists():
         raise SqlmemError(f"{path}: no such database file")
     with translate_errors(str(path)):
-        conn = apsw.Connection(str(path), flags=flags)
         try:
-            for setting in _SETTINGS:
-                setting(conn, config)
-        except BaseException:
-            conn.close()
-            raise
+            return _configured(str(path), apsw.SQLITE_OPEN_READWRITE, config)
+        except apsw.ReadOnlyError as exc:
+            if not _no_wal_files(path):
+                raise
+            if not read_only:
+                raise SqlmemError(
+                    f"{path}: database is read-only here: SQLite cannot create its "
+                    f"{path.name}-wal and {path.name}-shm files in this folder; "
+                    "it can only be read"
+                ) from exc
+        return _configured(_immutable(path), apsw.SQLITE_OPEN_READONLY | _URI, config)
+
+
+_URI = apsw.SQLITE_OPEN_URI
+
+
+def _configured(name: str, flags: int, config: StoreConfig) -> apsw.Connection:
+    conn = apsw.Connection(name, flags=flags)
+    try:
+        for setting in _SETTINGS:
+            setting(conn, config)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _no_wal_files(path: Path) -> bool:
+    return not os.path.lexists(f"{path}-wal") and not os.path.lexists(f"{path}-shm")
+
+
+def _immutable(path: Path) -> str:
+    """The URI that reads a WAL file without its -wal and -shm files.
+
+    SQLite reads a WAL database only through its -shm file (and creates the -wal), so in
+    a folder that refuses new files, even a read fails ("attempt to write a readonly
+    database"). `immutable=1` tells SQLite the file cannot change, so it needs neither
+    and takes no locks. Used only when that holds: the read-write open failed for want
+    of those files, and none is there, so no process is writing the file in WAL mode (a
+    writer would have created them, which needs the same folder write permission that
+    we lack) and no committed transaction waits in a WAL to be read. A writer with more
+    rights than ours starting while we read is the one case it does not cover: the
+    reads may then miss its writes; the file itself is never changed by us."""
+    quoted = urllib.parse.quote(str(path.resolve()), safe="/")
+    return f"file:{quoted}?immutable=1"
 
 
 def set_wal(conn: apsw.Connection, path: Path, config: StoreConfig) -> None:

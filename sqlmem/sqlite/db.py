@@ -14,8 +14,9 @@ from ..errors import InvalidArgumentError
 from ..protocols import Embedder
 from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
+from ..rules.forget import ForgetReport
 from ..rules.paths import absolute_path
-from . import backup, maintenance
+from . import backup, facts_sql, maintenance
 from .docs import SQLiteDocumentStore
 from .engine import Engine
 from .facts import SQLiteFactStore
@@ -27,15 +28,15 @@ from .migrations import read_user_version
 from .run_leases import SQLiteRunLeases
 from .vectors_sql import count_without_vectors
 
-__all__ = ["CheckReport", "MemoryDB", "open", "resolve_path"]
+__all__ = ["CheckReport", "MemoryDB", "check_path", "open", "resolve_path"]
 
-_STATS = """
+_STATS = f"""
 SELECT
     (SELECT count(*) FROM sessions WHERE typeof(session_id) = 'text'),  -- not detached
     (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
     (SELECT count(*) FROM messages)
         - (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
-    (SELECT count(*) FROM facts WHERE expires_at IS NULL OR expires_at > :now),
+    (SELECT count(*) FROM facts) - (SELECT count(*) FROM ({facts_sql.HIDDEN})),  -- live
     (SELECT count(*) FROM documents),
     (SELECT count(*) FROM kv WHERE expires_at IS NULL OR expires_at > :now),
     (SELECT count(*) FROM lg_checkpoints),
@@ -45,6 +46,13 @@ SELECT
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:
     """`path` as an absolute Path, or InvalidArgumentError if it can never be a database."""
+    return absolute_path(check_path(path), "path")
+
+
+def check_path(path: str | os.PathLike[str]) -> str:
+    """`path` as text, or InvalidArgumentError if it can never be a database; without
+    touching the disk or the current directory (adapters check a path in constructors
+    that may run on an event loop, and open it later)."""
     try:
         text = os.fspath(path)
     except TypeError:
@@ -60,7 +68,7 @@ def resolve_path(path: str | os.PathLike[str]) -> Path:
         )
     if "\x00" in text:
         raise InvalidArgumentError("path must not contain NUL characters")
-    return absolute_path(text, "path")
+    return text
 
 
 class MemoryDB:
@@ -166,8 +174,10 @@ class MemoryDB:
             sessions, active, archived, facts, documents, kv, checkpoints, writes = counts
             embedder = self.facts.embedder
             model = embedder.model if embedder else None
-            without_vectors = count_without_vectors(conn, model)
-            messages_without_vectors = count_messages_without_vectors(conn, model)
+            # Rows waiting for `embed_pending`: none without an embedder (a BM25-only
+            # store is not missing anything; counting every row alarmed monitoring).
+            without_vectors = count_without_vectors(conn, model) if model else 0
+            messages_without_vectors = count_messages_without_vectors(conn, model) if model else 0
             version = read_user_version(conn)
             page_size = conn.pragma("page_size")
             page_count = conn.pragma("page_count")
@@ -242,6 +252,15 @@ class MemoryDB:
         (`purge.finish_purges`).
         """
         maintenance.vacuum(self._engine)
+
+    def forget(self, source: str) -> ForgetReport:
+        """Remove `source` (a session id, `"msg:{session}#{seq}"`, `"doc:{path}"` or a
+        path ending in `.md`) and every fact derived only from it, in one transaction;
+        returns the counts. After `vacuum()` no byte of any of it remains in the file
+        (`sqlmem.sqlite.forget`)."""
+        from .forget import forget
+
+        return forget(self._engine, source)
 
     def maintain(self) -> dict[str, Any]:
         """Periodic care without a rebuild: expire facts, finish interrupted purges, merge

@@ -1,4 +1,4 @@
-"""The SQLite document store: workspace Markdown files inside memory.db (SPEC 14).
+"""The SQLite document store: workspace Markdown files inside memory.db.
 
 Storage model (migrations/NNNN_documents.sql): `documents` holds each path's current
 content and flags; `document_revisions` the previous contents, pruned to

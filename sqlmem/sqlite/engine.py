@@ -151,7 +151,7 @@ class Engine:
         if read_only:  # before any connection: its first read may recover a WAL
             self._keep_wal = wal_has_frames(self.path)
         made = create and create_from_template(self.path, self.config)
-        conn = connect(self.path, self.config, create=create)
+        conn = connect(self.path, self.config, create=create, read_only=read_only)
         try:
             if read_only:
                 make_read_only(conn, self.path, keep_wal=self._keep_wal)
@@ -190,7 +190,7 @@ class Engine:
         self._checkpointer = None if read_only else checkpointer
 
     def _connect_reader(self) -> apsw.Connection:
-        conn = connect(self.path, self.config)
+        conn = connect(self.path, self.config, read_only=self.read_only)
         try:
             with translate_errors(str(self.path)):
                 for statement in _READER_TEMP_TABLES:
@@ -406,6 +406,12 @@ class Engine:
     def write(self) -> Writing:
         """One write transaction (a savepoint when nested)."""
         return Writing(self)
+
+    def writer_held_by_me(self) -> Writer | None:
+        """The writer when this thread is inside its write transaction (a store call in
+        `MemoryDB.atomic()`: the file's write lock is held), else None."""
+        writer = self._writer
+        return writer if writer is not None and writer.held_by_me() else None
 
     def read(self) -> Reading:
         """A reader connection for this thread, returned to the pool afterwards."""

@@ -12,8 +12,15 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..rules.encoding import now_ms
-from ..rules.export_format import EXPORT_FORMAT, FORMAT_VERSION, Progress, iso_from_ms, iso_ms
-from ..rules.export_vectors import MESSAGE_VECTORS_FORMAT_VERSION
+from ..rules.export_format import (
+    EXPORT_FORMAT,
+    FORMAT_VERSION,
+    READABLE_FORMAT_VERSION,
+    Progress,
+    chain_fields,
+    iso_from_ms,
+    iso_ms,
+)
 from .docs_transfer import export_documents
 from .facts_sql import EXPORT_FACTS_PAGE
 from .history_sql import EXPORT_MESSAGES_PAGE, EXPORT_SESSIONS_PAGE
@@ -43,10 +50,12 @@ def export_records(db: MemoryDB, progress: Progress | None = None) -> Iterator[d
     """
     with db.engine.read() as conn:
         version = read_user_version(conn)
+        changing = bool(conn.execute(_ANY_CHANGING).fetchall())
     message_vectors = has_message_vectors(db)
+    newer = changing or message_vectors
     yield {
         "format": EXPORT_FORMAT,
-        "format_version": MESSAGE_VECTORS_FORMAT_VERSION if message_vectors else FORMAT_VERSION,
+        "format_version": READABLE_FORMAT_VERSION if newer else FORMAT_VERSION,
         "schema_version": version,
         "exported_at": iso_ms(datetime.now(timezone.utc)),
     }
@@ -109,6 +118,14 @@ def _summaries(db: MemoryDB) -> Iterator[dict[str, Any]]:
         after = rows[-1][0]
 
 
+#: Whether any fact has a key, a valid time or a link (then the export is format 3):
+#: probes of the partial indexes that hold only such facts.
+_ANY_CHANGING = (
+    "SELECT 1 WHERE EXISTS (SELECT 1 FROM facts WHERE chain IS NOT NULL)"
+    " OR EXISTS (SELECT 1 FROM facts WHERE valid_from IS NOT NULL)"
+)
+
+
 def _facts(db: MemoryDB) -> Iterator[dict[str, Any]]:
     """Live facts (an expired one is gone for every read, export included)."""
     after = 0
@@ -118,7 +135,8 @@ def _facts(db: MemoryDB) -> Iterator[dict[str, Any]]:
             rows: list[Any] = conn.execute(EXPORT_FACTS_PAGE, params).fetchall()
         for row in rows:
             (_, fact_id, content, source, category, tags, meta, created, updated,
-             layer, kind, confidence, salience, refs, expires, fingerprint, hits) = row  # fmt: skip
+             layer, kind, confidence, salience, refs, expires, fingerprint, hits,
+             key, valid_from, valid_to, successor) = row  # fmt: skip
             yield {
                 "type": "fact",
                 "id": fact_id,
@@ -137,6 +155,7 @@ def _facts(db: MemoryDB) -> Iterator[dict[str, Any]]:
                 "expires_at": None if expires is None else iso_from_ms(expires),
                 "fingerprint": fingerprint,
                 "hits": hits,
+                **chain_fields(key, valid_from, valid_to, successor),
             }
         if len(rows) < _PAGE:
             return

@@ -87,7 +87,8 @@ from ..rules.items import (
     make_item_filters,
     promotion,
 )
-from ..rules.rows import build_fact, facts_from_rows
+from ..rules.resolve import Resolver, check_history_args, resolve_supersession
+from ..rules.rows import facts_from_rows
 from ..search.query import (
     MAX_QUERY_TERMS,
     Mode,
@@ -97,8 +98,8 @@ from ..search.query import (
     compiler_for,
     phrases,
 )
+from . import chains, items
 from . import facts_sql as sql
-from . import items
 from .engine import Engine
 from .fts_any import AnyShortcut, capped_terms
 
@@ -150,10 +151,16 @@ class SQLiteFactStore:
         vectors = self._vectors
         prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
-            self._upsert(conn, [row], now_ms())
+            self._write_rows(conn, [row], now_ms())
             if prepared:
                 vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id
+
+    def _write_rows(self, conn: apsw.Connection, rows: Sequence[FactRow], now: int) -> None:
+        """Upsert `rows`, then place keyed (or moved chained) facts in their chains."""
+        self._upsert(conn, rows, now)
+        if any(r.key for r in rows):
+            chains.place_keyed(conn, ((r.id, r.key) for r in rows))
 
     def index_many(self, facts: Iterable[Fact]) -> list[str]:
         return self._index_many(facts, keep_hits=False)
@@ -174,7 +181,7 @@ class SQLiteFactStore:
         vectors = None if keep_hits else self._vectors  # an import fills them afterwards
         prepared = vectors.prepare(merged) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
-            self._upsert(conn, merged, now_ms())
+            self._write_rows(conn, merged, now_ms())
             if prepared:
                 vectors.write(conn, prepared)  # type: ignore[union-attr]
         return [r.id for r in rows]
@@ -216,24 +223,70 @@ class SQLiteFactStore:
                     r.expires_ms,
                     r.fingerprint,
                     1 if r.hits is None else r.hits,
+                    r.key,
+                    r.valid_from_ms,
                 )
             text = sql.upsert_sql(end - start, keep_created=keep, keep_hits=keep_hits)
             conn.execute(text, params)
             start = end
 
-    def remember(self, fact: Fact) -> str:
-        """SPEC 12's upsert for memory writers: see `sqlmem.sqlite.items`."""
+    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str:
+        """The upsert for memory writers (`sqlmem.sqlite.items`); a fact with a key takes
+        its place in its key's chain; `resolver` (for a fact without a key) may name a
+        live fact it supersedes, asked before the write lock is taken."""
         row = prepare_fact(fact)
+        if resolver is not None and not row.key:
+            old_id = resolve_supersession(self, resolver, fact)
+            if old_id is not None:
+                return self.supersede(old_id, fact)
         vectors = self._vectors
         prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
         with self._engine.write() as conn:
             now = now_ms()
             merged = items.remember(conn, row, now)
             if merged is None:
-                self._upsert(conn, [row], now)
+                self._write_rows(conn, [row], now)
                 if prepared:
                     vectors.write(conn, prepared)  # type: ignore[union-attr]
         return row.id if merged is None else merged
+
+    def supersede(self, old_id: str, fact: Fact) -> str:
+        """Store `fact` right after `old_id` in its chain (the old fact's key and layer):
+        from then on `fact` is live and `old_id` is history."""
+        is_fact_id(old_id)
+        row = prepare_fact(fact)
+        vectors = self._vectors
+        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
+        with self._engine.write() as conn:
+            now = now_ms()
+            row, chain = chains.prepare_supersede(conn, old_id, row, now)
+            chains.leave(conn, row.id)  # when the id names a fact in another chain
+            self._upsert(conn, [row], now)
+            chains.relink(conn, row.id, chain)
+            if prepared:
+                vectors.write(conn, prepared)  # type: ignore[union-attr]
+        return row.id
+
+    def history(self, *, key: str | None = None, id: str | None = None) -> list[Fact]:
+        """A chain, oldest first: the facts of `key` (every layer), or the chain of the
+        fact `id` (just that fact when it is in none; [] when unknown)."""
+        chain_key = check_history_args(key, id)
+        now = now_ms()
+        with self._engine.read() as conn:
+            if chain_key is not None:
+                params: dict[str, Any] = {"key": chain_key, "now": now}
+                rows: list[Any] = conn.execute(sql.HISTORY_BY_KEY, params).fetchall()
+                return facts_from_rows(rows, ranked=False)
+            found: list[Any] = conn.execute(sql.CHAIN_OF, {"id": id}).fetchall()
+            if not found:
+                return []
+            chain, layer = found[0]
+            if chain is None:
+                rows = conn.execute(sql.SELECT_BY_ID, {"id": id, "now": now}).fetchall()
+            else:
+                params = {"chain": chain, "layer": layer, "now": now}
+                rows = conn.execute(sql.HISTORY_OF_CHAIN, params).fetchall()
+        return facts_from_rows(rows, ranked=False)
 
     def embed_pending(
         self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
@@ -262,10 +315,13 @@ class SQLiteFactStore:
             with self._engine.write() as conn:
                 now = now_ms()
                 params = {"id": fact_id, "layer": layer, "updated": now, "now": now}
-                conn.execute(sql.PROMOTE, params)
+                conn.execute(sql.PROMOTE, params)  # facts_chain_move: out of its chain
                 rows: list[Any] = conn.execute(sql.SELECT_BY_ID, params).fetchall()
+                if rows and rows[0][_KEY]:  # into its key's chain of the new layer
+                    chains.place_keyed(conn, [(fact_id, str(rows[0][_KEY]))])
+                    rows = conn.execute(sql.SELECT_BY_ID, params).fetchall()
             if rows:
-                return build_fact(*rows[0])
+                return facts_from_rows(rows, ranked=False)[0]
         raise FactNotFoundError(f"no fact with id {fact_id!r}")
 
     def promote_eligible(
@@ -312,7 +368,7 @@ class SQLiteFactStore:
         with self._engine.read() as conn:
             params = {"id": fact_id, "now": now_ms()}
             rows: list[Any] = conn.execute(sql.SELECT_BY_ID, params).fetchall()
-        return build_fact(*rows[0]) if rows else None
+        return facts_from_rows(rows, ranked=False)[0] if rows else None
 
     def count(self) -> int:
         with self._engine.read() as conn:
@@ -337,6 +393,7 @@ class SQLiteFactStore:
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]:
         if mode == "vector" or mode == "hybrid":
             from ..rules.hybrid import filter_args
@@ -344,12 +401,13 @@ class SQLiteFactStore:
             by_name = filter_args(
                 tags, category, source, since, until, metadata, layer, kind, min_confidence
             )
+            by_name["as_of"] = as_of
             return self._semantic(query, top_k, mode, by_name)
         text = check_query(query, mode)
         match, terms = self._compile(text, mode)
         limit = check_limit(top_k, "top_k")
         filters = make_filters(tags, category, source, since, until, metadata)
-        item_filters = make_item_filters(layer, kind, min_confidence)
+        item_filters = make_item_filters(layer, kind, min_confidence, as_of)
         if (match is None and not terms) or limit <= 0:
             return []
         with self._engine.read() as conn:
@@ -389,10 +447,12 @@ class SQLiteFactStore:
             statement = sql.search_sql(filters.key, item_filters.key)
             params = filters.params() | item_filters.params()
             params["query"], params["limit"], params["now"] = match, limit, now
-        # Expired facts stay in the index until expire(): while there are any, an
-        # unfiltered search skips them in the filtered shape (one index probe when
-        # there are none, the usual case).
-        if unfiltered and conn.execute(sql.ANY_EXPIRED).fetchall():
+        # Expired and superseded facts stay in the index (until expire(); for good):
+        # while there are any, an unfiltered search skips them in the filtered shape
+        # (three index probes when there are none, the usual case).
+        if unfiltered and (
+            conn.execute(sql.ANY_EXPIRED).fetchall() or conn.execute(sql.ANY_INVALID).fetchall()
+        ):
             unfiltered = False
             statement, params["now"] = sql.search_live_sql(NO_FILTERS.key), now
         if match is None:
@@ -524,9 +584,10 @@ class SQLiteFactStore:
         layer: str | Sequence[str] | None = None,
         kind: str | None = None,
         min_confidence: float | None = None,
+        as_of: datetime | None = None,
     ) -> list[Fact]:
         filters = make_filters(tags, category, source, since, until, metadata)
-        item_filters = make_item_filters(layer, kind, min_confidence)
+        item_filters = make_item_filters(layer, kind, min_confidence, as_of)
         limit, offset = check_page(limit, offset)
         if limit <= 0:
             return []
@@ -540,3 +601,5 @@ class SQLiteFactStore:
 
 
 _SEARCH_UNFILTERED = sql.search_sql(NO_FILTERS.key)
+#: Where a stored row (`facts_sql.COLUMNS`) holds the key.
+_KEY = 16

@@ -35,6 +35,7 @@ from .fts_names import FACTS_FTS
 __all__ = [
     "ANY",
     "ANY_EXPIRED",
+    "ANY_INVALID",
     "ANY_UNFINGERPRINTED",
     "CATEGORIES",
     "COLUMNS",
@@ -44,9 +45,11 @@ __all__ = [
     "EXPIRE",
     "EXPIRED",
     "EXPORT_FACTS_PAGE",
+    "HIDDEN",
     "ID_EXISTS",
     "IMPORT_STORED_FACT",
     "LIVE",
+    "LIVE_SEARCH",
     "PROMOTE",
     "PROMOTE_ELIGIBLE",
     "REMEMBER_FIND",
@@ -54,9 +57,12 @@ __all__ = [
     "SELECT_BY_ID",
     "SET_FINGERPRINT",
     "TAGS",
+    "UNEXPIRED",
     "UNFINGERPRINTED",
     "UPSERT_CHUNK",
+    "VALID_AT",
     "list_sql",
+    "live_test",
     "search_live_sql",
     "search_sql",
     "upsert_sql",
@@ -64,31 +70,71 @@ __all__ = [
 
 _COLUMNS = (
     "f.id, f.content, f.source, f.category, f.tags, f.metadata, f.created_at, f.updated_at,"
-    " f.layer, f.kind, f.confidence, f.salience, f.refs, f.expires_at, f.fingerprint, f.hits"
+    " f.layer, f.kind, f.confidence, f.salience, f.refs, f.expires_at, f.fingerprint, f.hits,"
+    " f.key, f.valid_from, f.valid_to, f.superseded_by"
 )
 #: A stored fact's columns, in the order `rules.rows.facts_from_rows` reads them.
 COLUMNS = _COLUMNS
 
-#: Expiry (SPEC 12), the one rule every read applies: a fact is live while its expires_at
-#: is NULL or later than :now (bound by the caller, the clock the twin uses too). Two
-#: shapes of it: LIVE tests a row already read (search candidates, list, get); EXPIRED
-#: is the set of expired rows, read from the partial index facts_expires (only facts
-#: that expire are in it), for aggregates that should not read every row (count, tags,
-#: categories).
-LIVE = "(f.expires_at IS NULL OR f.expires_at > :now)"
+#: What every read applies (expiry, and valid time, `rules.chains`): a fact is
+#: visible while its expires_at is NULL or later than :now (bound by the caller, the
+#: clock the twin uses too) and it is valid now: not superseded by then (valid_to) and
+#: not valid only later (an explicit valid_from). Two shapes of it: LIVE tests a row
+#: already read (search candidates, list); HIDDEN is the set of rows it excludes, read
+#: from the partial indexes facts_expires, facts_valid_to and facts_valid_from (only the
+#: facts that expire, or have a valid time, are in them), for aggregates that should not
+#: read every row (count, tags, categories).
+UNEXPIRED = "(f.expires_at IS NULL OR f.expires_at > :now)"
+LIVE = (
+    "(f.expires_at IS NULL OR f.expires_at > :now)"
+    " AND (f.valid_to IS NULL OR f.valid_to > :now)"
+    " AND (f.valid_from IS NULL OR f.valid_from <= :now)"
+)
+#: `as_of=`: valid at :at instead of now (expiry still at :now); an item filter
+#: (`rules.items.ItemFilters.as_of_ms`) whose presence replaces LIVE with UNEXPIRED.
+VALID_AT = (
+    "coalesce(+f.valid_from, +f.created_at) <= :at AND (+f.valid_to IS NULL OR +f.valid_to > :at)"
+)
 # In FTS-driven searches the row is reached by its primary key: the unary `+` keeps a bound
 # `:now` from making a STAT4 build re-prepare the statement (see _SEARCH_PREDICATES).
-_LIVE_SEARCH = "(+f.expires_at IS NULL OR +f.expires_at > :now)"
+_LIVE_SEARCH = (
+    "(+f.expires_at IS NULL OR +f.expires_at > :now)"
+    " AND (+f.valid_to IS NULL OR +f.valid_to > :now)"
+    " AND (+f.valid_from IS NULL OR +f.valid_from <= :now)"
+)
+_UNEXPIRED_SEARCH = "(+f.expires_at IS NULL OR +f.expires_at > :now)"
+#: LIVE for row-level tests of a search reached through FTS (pack_search too).
+LIVE_SEARCH = _LIVE_SEARCH
 EXPIRED = "SELECT pk FROM facts WHERE expires_at <= :now"
+HIDDEN = (
+    f"{EXPIRED} UNION SELECT pk FROM facts WHERE valid_to <= :now"
+    " UNION SELECT pk FROM facts WHERE valid_from > :now"
+)
 
-SELECT_BY_ID = f"SELECT {_COLUMNS} FROM facts AS f WHERE f.id = :id AND {LIVE}"
-COUNT = f"SELECT (SELECT count(*) FROM facts) - (SELECT count(*) FROM ({EXPIRED}))"
+
+def live_test(item_key: tuple[bool, ...], *, searched: bool = False) -> str:
+    """The visibility test of a read: LIVE, or only the expiry test when the read is
+    `as_of` a time (its VALID_AT item filter tests valid time)."""
+    as_of = len(item_key) > 3 and item_key[3]
+    if searched:
+        return _UNEXPIRED_SEARCH if as_of else _LIVE_SEARCH
+    return UNEXPIRED if as_of else LIVE
+
+
+#: `get` returns any fact, superseded ones too (not expired ones).
+SELECT_BY_ID = f"SELECT {_COLUMNS} FROM facts AS f WHERE f.id = :id AND {UNEXPIRED}"
+COUNT = f"SELECT (SELECT count(*) FROM facts) - (SELECT count(*) FROM ({HIDDEN}))"
 #: Whether any stored fact has expired (then search takes the path that skips them).
 #: SQLite's clock (ms, like ours), so the common case binds nothing and its statement
 #: stays constant: what it decides is only which shape a search takes, and the search
 #: itself is exact either way but for a fact expiring in the very millisecond between.
-ANY_EXPIRED = (
-    "SELECT 1 FROM facts WHERE expires_at <= (julianday('now') - 2440587.5) * 86400000.0 LIMIT 1"
+_CLOCK = "(julianday('now') - 2440587.5) * 86400000.0"
+ANY_EXPIRED = f"SELECT 1 FROM facts WHERE expires_at <= {_CLOCK} LIMIT 1"
+#: The same question for valid time: whether any stored fact is superseded by now, or
+#: valid only later (two probes of partial indexes holding only such facts).
+ANY_INVALID = (
+    f"SELECT 1 WHERE EXISTS (SELECT 1 FROM facts WHERE valid_to <= {_CLOCK})"
+    f" OR EXISTS (SELECT 1 FROM facts WHERE valid_from > {_CLOCK})"
 )
 #: expire(): the delete triggers remove the index entries, fact_tags rows cascade.
 EXPIRE = "DELETE FROM facts WHERE expires_at <= :now"
@@ -96,15 +142,14 @@ DELETE_ONE = "DELETE FROM facts WHERE id = ?"
 # One statement for any number of ids: they arrive as a bound JSON array.
 DELETE_MANY = "DELETE FROM facts WHERE id IN (SELECT value FROM json_each(?))"
 TAGS = (
-    f"SELECT tag, count(*) FROM fact_tags WHERE fact_pk NOT IN ({EXPIRED})"
-    " GROUP BY tag ORDER BY tag"
+    f"SELECT tag, count(*) FROM fact_tags WHERE fact_pk NOT IN ({HIDDEN}) GROUP BY tag ORDER BY tag"
 )
 CATEGORIES = (
     "SELECT DISTINCT category FROM facts"
-    f" WHERE category <> '' AND pk NOT IN ({EXPIRED}) ORDER BY category"
+    f" WHERE category <> '' AND pk NOT IN ({HIDDEN}) ORDER BY category"
 )
 
-#: Rows per multi-row upsert: 17 parameters each, far below SQLite's 32766 limit, large
+#: Rows per multi-row upsert: 19 parameters each, far below SQLite's 32766 limit, large
 #: enough that FTS5 flushes its pending terms rarely (it flushes once per statement).
 UPSERT_CHUNK = 1000
 
@@ -168,7 +213,7 @@ _KIND = "f.kind = :kind"
 _MIN_CONFIDENCE = "f.confidence >= :min_confidence"
 
 _PREDICATES = (_TAGS, _CATEGORY, _SOURCE, _SINCE, _UNTIL, _METADATA)
-_ITEM_PREDICATES = (_LAYER, _KIND, _MIN_CONFIDENCE)
+_ITEM_PREDICATES = (_LAYER, _KIND, _MIN_CONFIDENCE, VALID_AT)
 
 # The same tests on a row that search reaches by its primary key (FTS5 drives, see
 # search_sql). The unary `+` keeps the planner from weighing facts' indexes for them:
@@ -186,8 +231,8 @@ _SEARCH_PREDICATES = (
 
 FilterKey = tuple[bool, bool, bool, bool, bool, bool]
 #: ItemFilters.key: which of the memory-item predicates are present.
-ItemKey = tuple[bool, bool, bool]
-NO_ITEM_KEY: ItemKey = (False, False, False)
+ItemKey = tuple[bool, bool, bool, bool]
+NO_ITEM_KEY: ItemKey = (False, False, False, False)
 
 
 def _where(
@@ -195,8 +240,9 @@ def _where(
     item_key: tuple[bool, ...] = NO_ITEM_KEY,
     predicates: tuple[str, ...] = _PREDICATES,
 ) -> list[str]:
+    # item keys of 0.2 callers have three flags: no `as_of` (zip stops at the shorter)
     return [sql for present, sql in zip(key, predicates, strict=True) if present] + [
-        sql for present, sql in zip(item_key, _ITEM_PREDICATES, strict=True) if present
+        sql for present, sql in zip(item_key, _ITEM_PREDICATES, strict=False) if present
     ]
 
 
@@ -240,7 +286,7 @@ def search_live_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) ->
     """The filtered shape, expired facts skipped: every filtered search, and an
     unfiltered one while expired facts are stored (`ANY_EXPIRED`; `expire()` and vacuum
     delete them). Needs `:now`."""
-    where = [*_where(key, item_key, _SEARCH_PREDICATES), _LIVE_SEARCH]
+    where = [*_where(key, item_key, _SEARCH_PREDICATES), live_test(item_key, searched=True)]
     return (
         f"SELECT {_COLUMNS}, {FACTS_FTS}.rank"
         f" FROM {FACTS_FTS} CROSS JOIN facts AS f ON f.pk = {FACTS_FTS}.rowid"
@@ -271,7 +317,7 @@ def list_sql(
     immediate for a tag most facts hold (tests/unit/test_many_tags.py pins its work). A
     category is driven by its index (facts_category) either way.
     """
-    where = [*_where(key, item_key), LIVE]
+    where = [*_where(key, item_key), live_test(item_key)]
     sql = f"SELECT {_COLUMNS} FROM facts AS f"
     if key[0] and key[5]:  # tags and metadata: the rarest wanted tag's facts drive
         sql = f"SELECT {_COLUMNS} FROM fact_tags AS d CROSS JOIN facts AS f ON f.pk = d.fact_pk"
@@ -287,10 +333,10 @@ def list_sql(
 
 _UPSERT_HEAD = (
     "INSERT INTO facts (id, content, source, category, tags, metadata, created_at, updated_at,"
-    " search_text, layer, kind, confidence, salience, refs, expires_at, fingerprint, hits)"
-    " VALUES "
+    " search_text, layer, kind, confidence, salience, refs, expires_at, fingerprint, hits,"
+    " key, valid_from) VALUES "
 )
-_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_ROW = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 @lru_cache(maxsize=64)
@@ -300,7 +346,8 @@ def upsert_sql(rows: int, *, keep_created: bool, keep_hits: bool = True) -> str:
     DO UPDATE fires the facts_update_* triggers, which delete the old FTS entry with the
     old text before adding the new one, so an updated fact's old words never match again.
     `keep_created` keeps the first insert's created_at (the caller gave none);
-    `keep_hits` a stored fact's hits (`index`; import restores them).
+    `keep_hits` a stored fact's hits (`index`; import restores them). A stored fact's
+    chain links are left to `sqlite.chains` (a valid_from not given is kept).
     """
     created = "" if keep_created else " created_at = excluded.created_at,"
     hits = "" if keep_hits else ", hits = excluded.hits"
@@ -313,7 +360,8 @@ def upsert_sql(rows: int, *, keep_created: bool, keep_hits: bool = True) -> str:
         " search_text = excluded.search_text, layer = excluded.layer, kind = excluded.kind,"
         " confidence = excluded.confidence, salience = excluded.salience,"
         " refs = excluded.refs, expires_at = excluded.expires_at,"
-        " fingerprint = excluded.fingerprint" + hits
+        " fingerprint = excluded.fingerprint, key = excluded.key,"
+        " valid_from = coalesce(excluded.valid_from, valid_from)" + hits
     )
 
 
@@ -322,12 +370,12 @@ def upsert_sql(rows: int, *, keep_created: bool, keep_hits: bool = True) -> str:
 # Export pages by pk, oldest row first; expired facts are not exported.
 EXPORT_FACTS_PAGE = f"""
 SELECT f.pk, {_COLUMNS}
-FROM facts AS f WHERE f.pk > :after AND {LIVE} ORDER BY f.pk LIMIT :limit
+FROM facts AS f WHERE f.pk > :after AND {UNEXPIRED} ORDER BY f.pk LIMIT :limit
 """
 # What an imported record is compared with (the stored values, in upsert's encoding).
 IMPORT_STORED_FACT = (
     "SELECT content, source, category, tags, metadata, layer, kind, confidence, salience,"
-    " refs, expires_at, hits, created_at, updated_at FROM facts WHERE id = ?"
+    " refs, expires_at, hits, created_at, key, valid_from, updated_at FROM facts WHERE id = ?"
 )
 
 # -- memory items (sqlite/items.py) -----------------------------------------------------------
@@ -335,14 +383,15 @@ IMPORT_STORED_FACT = (
 ID_EXISTS = "SELECT 1 FROM facts WHERE id = ?"
 #: The key of facts_fingerprint (migration 0003): the fingerprint's first 16 hex digits.
 FINGERPRINT_KEY = "substr(fingerprint, 1, 16)"
-#: remember's lookup: the oldest live fact of the layer with the fingerprint
+#: remember's lookup: the live facts of the layer with the fingerprint, oldest first
 #: (facts_fingerprint gives the rows in (created_at, pk) order; the whole fingerprint is
-#: compared on the rows its prefix finds).
+#: compared on the rows its prefix finds); the caller keeps the first of the new fact's
+#: key (a text repeated under several keys is rare: these are a handful of rows).
 REMEMBER_FIND = f"""
-SELECT f.pk, f.id, f.tags, f.refs, f.metadata, f.confidence, f.salience, f.expires_at
+SELECT f.pk, f.id, f.tags, f.refs, f.metadata, f.confidence, f.salience, f.expires_at, f.key
 FROM facts AS f WHERE {FINGERPRINT_KEY} = substr(:fingerprint, 1, 16)
     AND f.fingerprint = :fingerprint AND f.layer = :layer AND {LIVE}
-ORDER BY f.created_at, f.pk LIMIT 1
+ORDER BY f.created_at, f.pk
 """
 REMEMBER_MERGE = (
     "UPDATE facts SET tags = ?, refs = ?, metadata = ?, confidence = ?, salience = ?,"
@@ -350,14 +399,28 @@ REMEMBER_MERGE = (
 )
 PROMOTE = (
     "UPDATE facts AS f SET layer = :layer, updated_at = :updated"
-    f" WHERE f.id = :id AND f.layer <> :layer AND {LIVE}"
+    f" WHERE f.id = :id AND f.layer <> :layer AND {UNEXPIRED}"
 )
 PROMOTE_ELIGIBLE = (
     "UPDATE facts AS f SET layer = :to_layer, updated_at = :now"
     " WHERE f.layer = :from_layer AND f.confidence >= :min_confidence"
-    f" AND f.hits >= :min_hits AND {LIVE} RETURNING id, created_at, pk"
+    f" AND f.hits >= :min_hits AND {LIVE} RETURNING id, created_at, pk, key"
 )
 #: Rows the open hook fills (facts_fingerprint finds them: only '' has an empty prefix).
 ANY_UNFINGERPRINTED = f"SELECT 1 FROM facts WHERE {FINGERPRINT_KEY} = '' LIMIT 1"
 UNFINGERPRINTED = f"SELECT pk, content FROM facts WHERE {FINGERPRINT_KEY} = '' LIMIT ?"
 SET_FINGERPRINT = "UPDATE facts SET fingerprint = ? WHERE pk = ?"
+
+# -- facts that change (sqlite/chains.py; the rules in rules/chains.py) -----------------------
+
+_CHAIN_ORDER = "ORDER BY coalesce(f.valid_from, f.created_at), f.pk"
+#: history(key=...): the key's facts of every layer, oldest first (facts_chain).
+HISTORY_BY_KEY = (
+    f"SELECT {_COLUMNS} FROM facts AS f WHERE f.chain = :key AND {UNEXPIRED} {_CHAIN_ORDER}"
+)
+#: history(id=...): the fact's chain (its chain and layer read first), or the fact alone.
+CHAIN_OF = "SELECT chain, layer FROM facts WHERE id = :id"
+HISTORY_OF_CHAIN = (
+    f"SELECT {_COLUMNS} FROM facts AS f WHERE f.chain = :chain AND f.layer = :layer"
+    f" AND {UNEXPIRED} {_CHAIN_ORDER}"
+)

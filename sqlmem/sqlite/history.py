@@ -55,7 +55,12 @@ from ..rules.checks import (
 )
 from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms, now_ms
-from ..rules.history_modes import HistoryMode, check_history_mode, needs_embedder_error
+from ..rules.history_modes import (
+    HistoryMode,
+    check_history_mode,
+    needs_embedder_error,
+    vector_texts,
+)
 from ..rules.rows import messages_from_read_rows, messages_from_rows
 from ..rules.window import drop_leading_tool_results
 from ..search.query import segment
@@ -81,11 +86,9 @@ __all__ = [
 #: The largest seq a message can get: SQLite's largest integer. Appends never reach it in
 #: practice; an imported seq can be at most `rules.export_format.MAX_IMPORTED_SEQ` (2**62), so
 #: 2**62 appends always fit after an import. A session whose counter would pass it refuses
-#: the append with nothing written (issue 23 item 7).
+#: the append with nothing written (an imported 2**63-1 once made the next
+#: append commit a float seq).
 MAX_SEQ = sql.MAX_SEQ
-
-#: LIMIT values are bound as 64-bit ints; anything larger means "all".
-_MAX_LIMIT = 2**62
 
 
 # -- the shape of an insert ------------------------------------------------------------
@@ -165,7 +168,7 @@ class SQLiteHistoryStore:
         now = now_ms()
         plain = is_plain(check_message(message))
         row = self._encode(message, now, plain)
-        prepared = self._prepare([message.content])  # the model runs here: no lock held
+        prepared = self._prepare(vector_texts([message], now))  # the model runs: no lock held
         return self._insert(session_id, [row], now, plain, prepared)[0]
 
     def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
@@ -179,12 +182,12 @@ class SQLiteHistoryStore:
             return []
         plain = all(map(is_plain, checked))  # one INSERT shape for the whole batch
         rows = [self._encode(m, now, plain) for m in checked]
-        prepared = self._prepare([m.content for m in checked])  # no lock held
+        prepared = self._prepare(vector_texts(checked, now))  # no lock held
         return self._insert(session_id, rows, now, plain, prepared)
 
-    def _prepare(self, contents: list[str]) -> Prepared | None:
+    def _prepare(self, texts: list[str]) -> Prepared | None:
         vectors = self._vectors
-        return vectors.prepare(contents) if vectors is not None else None
+        return vectors.prepare(texts) if vectors is not None else None
 
     def _encode(self, m: Message, now: int, plain: bool) -> tuple[Any, ...]:
         """Everything of a row but (session, seq), in the columns of the INSERT shape
@@ -326,7 +329,7 @@ class SQLiteHistoryStore:
         if n <= 0:
             return []
         with self._engine.read() as conn:
-            rows = conn.execute(sql.READ_RECENT, (session_id, min(n, _MAX_LIMIT))).fetchall()
+            rows = conn.execute(sql.READ_RECENT, (session_id, n)).fetchall()
         rows.reverse()
         found = messages_from_read_rows(rows, session_id)
         return drop_leading_tool_results(found) if pair_safe else found
@@ -342,9 +345,7 @@ class SQLiteHistoryStore:
         if not 0 < seq <= MAX_SEQ:
             return []
         with self._engine.read() as conn:
-            rows = conn.execute(
-                sql.AROUND, (session_id, seq, min(before + 1, _MAX_LIMIT), min(after, _MAX_LIMIT))
-            ).fetchall()
+            rows = conn.execute(sql.AROUND, (session_id, seq, before + 1, after)).fetchall()
         if not any(row[0] == seq for row in rows):
             return []
         rows.sort(key=_first)  # at most before + 1 + after rows, newest-first in part
@@ -418,7 +419,7 @@ class SQLiteHistoryStore:
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
             return []
-        return search_words(self._engine, self._any, query, session_id, min(top_k, _MAX_LIMIT))
+        return search_words(self._engine, self._any, query, session_id, top_k)
 
 
 def _exhausted(session_id: str, count: int) -> InvalidArgumentError:

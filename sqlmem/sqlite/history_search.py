@@ -28,7 +28,7 @@ on that file: a 50-message session 2.5-3.7x its cost alone.
   them) was tried and measured worse on the file above (8-12x instead of 5-9x for the
   20,000-message session): the "any" shortcut's rare-word candidates rarely reach such a
   depth, so the exact OR ranking of the whole file ran after it, or the AND of the common
-  words scored many rows. What would help is left open (issue 19).
+  words scored many rows. What would help is left open.
 
 Files under `PLAN_BELOW` indexed messages (the in-memory twin's agreement tests live
 there) always take the exact statement: there it is cheap anyway.

@@ -86,7 +86,7 @@ MAX_SEQ = 2**63 - 1
 # the session on its first message and returns the new last_seq, so the batch's seqs are
 # last_seq-k+1 .. last_seq, unique and gap-free whichever process writes.
 # Past 2**63-1 SQLite's `+` silently turns into a float, which used to be committed as a
-# REAL seq before Python choked on it (issue 23 item 7): the CASE gives NULL instead, the
+# REAL seq before Python choked on it: the CASE gives NULL instead, the
 # NOT NULL constraint aborts the statement, and the store reports an exhausted session
 # with nothing written. One comparison per append, no extra statement.
 RESERVE_SEQS = f"""
@@ -194,7 +194,7 @@ WHERE m.session = {_SESSION_PK}
 ORDER BY m.seq
 """
 
-# -- the per-turn read (issue 22): get_recent and get_all ------------------------------------
+# -- the per-turn read: get_recent and get_all ----------------------------------------------
 #
 # An agent reads its window every turn, and most messages are text only (no name, tool
 # call, error flag or metadata). Such a row reads as four values and a NULL; any other
@@ -308,7 +308,7 @@ SET holes = last_seq - archived_seq
 WHERE pk IN (SELECT value FROM json_each(?1))
 """
 
-# -- purge (issue 23 item 8: one transaction for 500,000 messages held the writer ~20 s) --
+# -- purge (one transaction for 500,000 messages once held the writer ~20 s) ---------------
 #
 # A session of at most `purge.PURGE_CHUNK_ROWS` messages (last_seq bounds the count) goes
 # in one transaction: its messages by ON DELETE CASCADE, the FTS delete trigger firing

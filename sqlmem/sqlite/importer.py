@@ -55,6 +55,7 @@ from ..rules.export_format import (
 from ..rules.filters import prepare_fact
 from ..rules.import_batches import write_in_batches
 from ..search.query import segment
+from .chains import link_supersessions
 from .docs_transfer import import_document, import_revision
 from .facts_sql import IMPORT_STORED_FACT
 from .history_sql import IMPORT_MESSAGE, IMPORT_SESSION, RECOUNT_HOLES, SELECT_SUMMARY
@@ -146,6 +147,7 @@ def _write_batch(db: MemoryDB, rows: list[Row], counts: ImportCounts, undated: s
         facts = [f for f in winners.values() if _beats_stored(conn, f, undated)]
         if facts:
             db.facts.restore_many(facts)  # nested: a savepoint of this transaction
+            link_supersessions(conn, [(f.id, f.superseded_by) for f in facts if not f.key])
         for f in facts:
             if f.updated_at is None:
                 undated.add(f.id)
@@ -244,6 +246,9 @@ def _beats_stored(conn: apsw.Connection, fact: Fact, undated: set[str]) -> bool:
         *(row.content, row.source, row.category, row.tags, row.metadata, row.layer, row.kind),
         *(row.confidence, row.salience, row.refs, row.expires_ms, row.hits),
     )
-    return tuple(stored[0][:12]) != mine or (
-        row.created_ms is not None and row.created_ms != stored[0][12]
+    return (
+        tuple(stored[0][:12]) != mine
+        or (row.created_ms is not None and row.created_ms != stored[0][12])
+        or row.key != stored[0][13]
+        or (row.valid_from_ms is not None and row.valid_from_ms != stored[0][14])
     )

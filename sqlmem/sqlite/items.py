@@ -19,6 +19,7 @@ from ..rules.filters import FactRow
 from ..rules.identity import fingerprint
 from ..rules.items import merge_item
 from . import facts_sql as sql
+from .chains import place_keyed
 
 if TYPE_CHECKING:
     from .writer import Writer
@@ -33,13 +34,12 @@ def remember(conn: apsw.Connection, row: FactRow, now: int) -> str | None:
     """Merge `row` into the oldest live fact of its layer with its fingerprint, inside
     the caller's write transaction; returns that fact's id, or None when `row` must be
     written as `index` writes it (its id is stored, or nothing matches)."""
-    if conn.execute(sql.ID_EXISTS, (row.id,)).fetchall():
-        return None
-    found: list[Any] = conn.execute(
-        sql.REMEMBER_FIND, {"fingerprint": row.fingerprint, "layer": row.layer, "now": now}
-    ).fetchall()
+    if row.valid_from_ms is not None or conn.execute(sql.ID_EXISTS, (row.id,)).fetchall():
+        return None  # a fact given its own valid time is a version of its own
+    params = {"fingerprint": row.fingerprint, "layer": row.layer, "now": now}
+    found: list[Any] = [r[:-1] for r in conn.execute(sql.REMEMBER_FIND, params) if r[-1] == row.key]
     if not found:
-        return None
+        return None  # a text under another key is another slot's fact: no merge
     pk, fact_id, *stored = found[0]
     merged = merge_item(
         tuple(stored),
@@ -58,6 +58,9 @@ def promote_eligible(conn: apsw.Connection, params: dict[str, Any]) -> list[str]
     """Move every qualifying fact; their ids, oldest first (as the twin orders them)."""
     rows: list[Any] = conn.execute(sql.PROMOTE_ELIGIBLE, params).fetchall()
     rows.sort(key=lambda r: (r[1], r[2]))
+    # facts_chain_move took the chained ones out of their chains: keyed ones join their
+    # key's chain of the new layer
+    place_keyed(conn, [(str(r[0]), str(r[3])) for r in rows if r[3]])
     return [r[0] for r in rows]
 
 

@@ -25,7 +25,7 @@ from .purge import finish_purges
 __all__ = ["CheckReport", "check", "checkpoint", "maintain", "vacuum"]
 
 
-_CHECKPOINT_PASSIVE = "PRAGMA wal_checkpoint(PASSIVE)"
+_CHECKPOINT_FULL = "PRAGMA wal_checkpoint(FULL)"
 _CHECKPOINT_TRUNCATE = "PRAGMA wal_checkpoint(TRUNCATE)"
 
 _HAS_STAT4 = "SELECT 1 FROM sqlite_schema WHERE name = 'sqlite_stat4'"
@@ -101,7 +101,7 @@ def _integrity_check(engine: Engine) -> list[str]:
     nothing cached; it is a WAL reader, so writers do not wait for the check.
     """
     with engine.long_read():  # StoreClosedError once closed; keeps the engine open
-        conn = connect(engine.path, engine.config)
+        conn = connect(engine.path, engine.config, read_only=engine.read_only)
         try:
             with translate_errors(str(engine.path)):
                 conn.pragma("query_only", "ON")
@@ -121,7 +121,7 @@ def vacuum(engine: Engine) -> None:
     FTS5 index, re-sample statistics, rebuild the file, then empty the WAL (why each:
     `MemoryDB.vacuum`)."""
     engine.refuse_maintenance_if_read_only()  # before finish_purges writes
-    with engine.write() as conn:  # expired facts first (SPEC 12): their bytes go too
+    with engine.write() as conn:  # expired facts first: their bytes go too
         conn.execute(EXPIRE, {"now": now_ms()})
     finish_purges(engine)
     with engine.writer_connection() as conn:
@@ -157,7 +157,13 @@ def maintain(engine: Engine) -> dict[str, Any]:
 
 
 def _truncate_wal(engine: Engine, conn: apsw.Connection, what: str) -> tuple[int, int]:
-    """PASSIVE (to count the frames), then TRUNCATE, retried until the busy timeout.
+    """FULL (which copies every frame and reports how many), then TRUNCATE (which empties
+    the file), retried until the busy timeout; returns FULL's (frames, copied) as SQLite
+    reports them.
+
+    FULL waits, as TRUNCATE would, for the writer and for readers of older snapshots; it
+    reports (busy, frames in the WAL, frames copied), where TRUNCATE, having emptied the
+    WAL, reports (0, 0, 0). On success the two counts agree: a shortfall is busy, retried.
 
     SQLite calls the busy handler while a checkpoint waits for readers or for the
     write lock, but not for the checkpoint lock itself: while another connection (a
@@ -172,16 +178,18 @@ def _truncate_wal(engine: Engine, conn: apsw.Connection, what: str) -> tuple[int
         left_ms = max(0, int((deadline - time.monotonic()) * 1000))
         conn.set_busy_timeout(left_ms)
         try:
-            # TRUNCATE reports (0, 0) once it emptied the WAL: count the frames first.
-            passive: Any = conn.execute(_CHECKPOINT_PASSIVE).fetchall()[0]
-            busy = bool(passive[0]) or bool(conn.execute(_CHECKPOINT_TRUNCATE).fetchall()[0][0])
+            full: Any = conn.execute(_CHECKPOINT_FULL).fetchall()[0]
+            busy = bool(full[0])
+            if not busy:  # TRUNCATE waits only for what is left of the timeout
+                conn.set_busy_timeout(max(0, int((deadline - time.monotonic()) * 1000)))
+                busy = bool(conn.execute(_CHECKPOINT_TRUNCATE).fetchall()[0][0])
         except apsw.BusyError:
             busy = True
         finally:
             conn.set_busy_timeout(timeout_ms)
         if not busy:
-            frames = max(0, int(passive[1]))  # -1 when the file is not in WAL mode
-            return frames, frames  # TRUNCATE succeeded: every frame was copied
+            # Both -1 when the file is not in WAL mode.
+            return max(0, int(full[1])), max(0, int(full[2]))
         left = deadline - time.monotonic()
         if left <= 0:
             break

@@ -17,7 +17,7 @@ import apsw
 
 from ..records import Message
 from ..rules.encoding import dumps_json
-from ..rules.history_modes import message_needs_vector
+from ..rules.history_modes import message_needs_vector, vector_text_ms
 from ..rules.rows import messages_from_rows
 from ..search.embedding import Embedding
 from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
@@ -102,11 +102,11 @@ class MessageVectors:
             if not page:
                 return done
             after = page[-1][0]
-            texts = [content for _, content in page]
+            texts = [vector_text_ms(content, name, ms) for _, content, name, ms in page]
             keys = [self.embedding.key(t) for t in texts]
             vectors = self.embedding.vectors(texts, self._stored(keys))
             with self._engine.write() as conn:
-                for (pk, content), key, vector in zip(page, keys, vectors, strict=True):
+                for (pk, content, _, _), key, vector in zip(page, keys, vectors, strict=True):
                     if vector is None:
                         continue
                     conn.execute(
@@ -132,14 +132,7 @@ class MessageVectors:
         dim = int(query.shape[0])
         params: dict[str, Any] = {"model": self.embedding.model, "dim": dim}
         with self._engine.read() as conn:
-            if session_id is not None:
-                params["session"] = session_id
-                statement = sql.CANDIDATES_SESSION
-            elif conn.execute(DETACHED_SESSION).fetchall():  # a purge under way
-                statement = sql.CANDIDATES_LIVE
-            else:
-                statement = sql.CANDIDATES_ALL
-            candidates: list[Any] = conn.execute(statement, params).fetchall()
+            candidates = _candidates(conn, session_id, params)
             if not candidates:
                 return []
             candidates.sort(key=_first)
@@ -158,3 +151,14 @@ class MessageVectors:
 
 def _first(row: Sequence[Any]) -> Any:
     return row[0]
+
+
+def _candidates(conn: apsw.Connection, session_id: str | None, params: dict[str, Any]) -> list[Any]:
+    """(pk, vector blob) of the messages a vector search ranks: the session's, else every
+    live one (a purge under way hides its session's rows, which costs a join)."""
+    if session_id is not None:
+        params["session"] = session_id
+        return conn.execute(sql.CANDIDATES_SESSION, params).fetchall()
+    if conn.execute(DETACHED_SESSION).fetchall():
+        return conn.execute(sql.CANDIDATES_LIVE, params).fetchall()
+    return conn.execute(sql.CANDIDATES_ALL, params).fetchall()

@@ -65,7 +65,8 @@ _MISSING = (
 _WITHOUT_VECTORS = f"SELECT count(*) FROM messages AS m WHERE {_LIVE_WITH_TEXT} AND {_MISSING}"
 
 PENDING_PAGE = (
-    f"SELECT m.pk, m.content FROM messages AS m WHERE m.pk > :after AND {_LIVE_WITH_TEXT}"
+    "SELECT m.pk, m.content, m.name, m.created_at FROM messages AS m"
+    f" WHERE m.pk > :after AND {_LIVE_WITH_TEXT}"
     f" AND {_MISSING} ORDER BY m.pk LIMIT :limit"
 )
 
@@ -122,7 +123,7 @@ LIMIT ?
 
 #: Import: the message a vector record belongs to, and what is stored for it.
 IMPORT_TARGET = """
-SELECT m.pk, m.content, v.model, v.vector
+SELECT m.pk, m.content, v.model, v.vector, m.name, m.created_at
 FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
 LEFT JOIN message_vectors AS v ON v.message_pk = m.pk
 WHERE s.session_id = ? AND m.seq = ?

@@ -51,15 +51,21 @@ def import_message_vector(
     is unusable, or when the same vector is stored already (importing twice adds nothing)."""
     import numpy as np  # only imports that carry vectors load numpy
 
+    from ..rules.history_modes import vector_text_ms
     from ..search.vectors import checked_rows, content_key, to_blob
 
     found: list[Any] = conn.execute(sql.IMPORT_TARGET, (row.session_id, row.seq)).fetchall()
     raw = np.frombuffer(row.data, dtype="<f4").reshape(1, row.dim).astype(np.float32)
     vector = checked_rows(raw, 1)[0]
-    if not found or vector is None or content_key(row.model, found[0][1]) != row.content_hash:
+    if not found or vector is None:
         counts.message_vectors_skipped += 1
         return
-    pk, _, stored_model, stored = found[0]
+    pk, content, stored_model, stored, name, created_ms = found[0]
+    # The text the vector was computed from (rules.history_modes.vector_text) must be
+    # this message's: its content, speaker and day.
+    if content_key(row.model, vector_text_ms(content, name, created_ms)) != row.content_hash:
+        counts.message_vectors_skipped += 1
+        return
     blob = to_blob(vector)
     if stored_model == row.model and stored == blob:
         counts.message_vectors_skipped += 1

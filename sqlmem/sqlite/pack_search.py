@@ -45,9 +45,9 @@ __all__ = ["LAYER_COLUMN", "layered_candidates", "layered_rows"]
 #: Where a row's layer is (`facts_sql`'s column list, as `facts_from_rows` reads it).
 LAYER_COLUMN = 8
 #: The other columns a pack reads before it builds a Fact (same list), and the bm25 after.
-_ID, _CONTENT, _UPDATED, _CONFIDENCE, _SALIENCE, _FINGERPRINT, _RANK = 0, 1, 7, 10, 11, 14, 16
+_ID, _CONTENT, _UPDATED, _CONFIDENCE, _SALIENCE, _FINGERPRINT, _RANK = 0, 1, 7, 10, 11, 14, 20
 
-_LIVE = "(+f.expires_at IS NULL OR +f.expires_at > :now)"
+_LIVE = sql.LIVE_SEARCH
 
 #: The best :limit matches of the whole query (bm25, then rowid), live and confident
 #: enough, facts rows read one by one as the caller steps.

@@ -1,4 +1,4 @@
-"""Purging a session in bounded chunks (issue 23, item 8).
+"""Purging a session in bounded chunks, so other writers are never held for long.
 
 `purge()` of a 500,000-message session was one 16-second transaction, and writers to other
 sessions failed with `StorageBusyError` meanwhile. Now a session of more than
@@ -28,7 +28,7 @@ __all__ = ["PURGE_CHUNK_ROWS", "finish_purges", "purge_session"]
 #: Messages deleted per write transaction by a purge: a session of at most this many goes
 #: in one transaction, a larger one in chunks of this size (history_sql's purge notes).
 #: 500 rows of 30-90 words held the writer ~35 ms (median), ~0.3 s at most with the
-#: checkpoints commits run, in a file of 500,000 messages (issue 23 item 8).
+#: checkpoints commits run, in a file of 500,000 messages.
 PURGE_CHUNK_ROWS = 500
 #: The pause after each chunk, as a share of the time the chunk held the writer.
 PURGE_PAUSE_SHARE = 1.0

@@ -1,4 +1,4 @@
-"""The lean read of a session for the frameworks' session adapters (SPEC 18).
+"""The lean read of a session for the frameworks' session adapters.
 
 An adapter that keeps a framework's item in each message's metadata needs four columns
 per message, not a `Message`: building the records cost about as much again as reading

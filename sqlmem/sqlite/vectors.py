@@ -1,4 +1,4 @@
-"""Fact vectors in the SQLite file (SPEC 17): computed before the write, stored in it, ranked
+"""Fact vectors in the SQLite file: computed before the write, stored in it, ranked
 exactly with numpy over the facts that pass the filters.
 
 The store calls `prepare` before its write transaction (the model runs there, never under
@@ -15,12 +15,14 @@ vectors from the file: the filters drive (see `vectors_sql.candidates_sql`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import apsw
 
+from ..errors import SqlmemError
 from ..records import Fact
 from ..rules.encoding import dumps_json, now_ms
 from ..rules.filters import FactRow, Filters
@@ -33,6 +35,8 @@ from .engine import Engine
 from .vectors_sql import count_without_vectors
 
 __all__ = ["MATRIX_MIN_ROWS", "FactVectors", "Prepared"]
+
+_log = logging.getLogger("sqlmem")
 
 #: Below this many vectors, reading them for each unfiltered search costs less than
 #: keeping a copy in memory is worth.
@@ -68,24 +72,56 @@ class FactVectors:
 
     def prepare(self, rows: Sequence[FactRow]) -> Prepared:
         """Vectors for rows about to be written: from the cache, from identical content
-        already stored, else from the model (outside any transaction of ours)."""
+        already stored, else from the model (outside any transaction of ours).
+
+        A write inside `MemoryDB.atomic()` comes here with the write lock already held,
+        and the model must not run under it (other writers would wait out the model):
+        only known vectors are taken then, and the others are computed once the block
+        has committed and released the lock, and written in a short transaction of
+        their own (`_fill_after_commit`). Until then those facts count as without a
+        vector; if the block rolls back, nothing is computed."""
         if not rows:
             return []
+        held = self._engine.writer_held_by_me()
         texts = [r.content for r in rows]
         keys = [self.embedding.key(t) for t in texts]
-        vectors = self.embedding.vectors(texts, self._stored(keys))
-        model = self.embedding.model
+        vectors = self.embedding.vectors(texts, self._stored(keys), run_model=held is None)
+        if held is not None:
+            later = [(r.id, r.content) for r, v in zip(rows, vectors, strict=True) if v is None]
+            if later:
+                held.after_commit(lambda: self._fill_after_commit(later))
         return [
-            {
-                "id": r.id,
-                "model": model,
-                "dim": int(vector.shape[0]),
-                "hash": key,
-                "vector": to_blob(vector),
-            }
+            _vector_row(self.embedding.model, key, vector, id=r.id)
             for r, key, vector in zip(rows, keys, vectors, strict=True)
             if vector is not None
         ]
+
+    def _fill_after_commit(self, written: list[tuple[str, str]]) -> None:
+        """Vectors of facts an `atomic()` block wrote, now that it committed and released
+        the write lock: the model runs with no lock held, and each vector is stored only
+        if its fact still holds the text that was embedded. The block has committed, so
+        nothing here may fail it: a busy or closed file is logged, and `embed_pending`
+        fills those vectors later (the embedder's own failures are logged by
+        `Embedding`)."""
+        texts = [content for _, content in written]
+        try:
+            keys = [self.embedding.key(t) for t in texts]
+            vectors = self.embedding.vectors(texts, self._stored(keys))
+            params = [
+                _vector_row(self.embedding.model, key, vector, id=fact_id, content=content)
+                for (fact_id, content), key, vector in zip(written, keys, vectors, strict=True)
+                if vector is not None
+            ]
+            if params:
+                with self._engine.write() as conn:
+                    conn.executemany(sql.FILL_BY_ID, params)
+        except SqlmemError as exc:
+            _log.warning(
+                "vectors of %d fact(s) written inside atomic() were not stored "
+                "(embed_pending() fills them later): %s",
+                len(written),
+                exc,
+            )
 
     def _stored(self, keys: list[str]) -> dict[str, Vector]:
         params = {"hashes": dumps_json(sorted(set(keys))), "model": self.embedding.model}
@@ -124,15 +160,7 @@ class FactVectors:
                     if vector is None:
                         continue
                     conn.execute(
-                        sql.FILL_ONE,
-                        {
-                            "pk": pk,
-                            "content": content,
-                            "model": model,
-                            "dim": int(vector.shape[0]),
-                            "hash": key,
-                            "vector": to_blob(vector),
-                        },
+                        sql.FILL_ONE, _vector_row(model, key, vector, pk=pk, content=content)
                     )
                     done += conn.changes()
             if progress is not None:
@@ -222,3 +250,14 @@ class FactVectors:
         fresh = _Matrix(version, dim, [pk for pk, _ in rows], from_blobs([b for _, b in rows], dim))
         self._matrix = fresh if len(rows) >= MATRIX_MIN_ROWS else None
         return fresh
+
+
+def _vector_row(model: str, key: str, vector: Vector, **where: Any) -> dict[str, Any]:
+    """The parameters of one vector row, plus what identifies its fact (`where`)."""
+    return {
+        **where,
+        "model": model,
+        "dim": int(vector.shape[0]),
+        "hash": key,
+        "vector": to_blob(vector),
+    }

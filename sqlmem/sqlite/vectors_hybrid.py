@@ -1,4 +1,4 @@
-"""Hybrid search's fusion on SQLite (SPEC 17): the two legs as ranked ids, one fused list,
+"""Hybrid search's fusion on SQLite: the two legs as ranked ids, one fused list,
 full rows read for the fused top_k only.
 
 The shared rule (`search.vectors.reciprocal_rank_fusion`, as `rules.hybrid.fuse` applies

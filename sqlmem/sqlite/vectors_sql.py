@@ -9,11 +9,21 @@ from typing import Any
 import apsw
 
 from ..rules.encoding import now_ms
-from .facts_sql import _COLUMNS, _RAREST_TAG, LIVE, NO_ITEM_KEY, FilterKey, _where
+from .facts_sql import (
+    _COLUMNS,
+    _RAREST_TAG,
+    LIVE,
+    NO_ITEM_KEY,
+    UNEXPIRED,
+    FilterKey,
+    _where,
+    live_test,
+)
 
 __all__ = [
     "ALL_VECTORS",
     "EXPORT_PAGE",
+    "FILL_BY_ID",
     "FILL_ONE",
     "IDS_BY_PK",
     "IMPORT_TARGET",
@@ -49,6 +59,14 @@ FILL_ONE = (
     + _SET
 )
 
+#: The vector of a fact written inside atomic(), computed after the block committed: only
+#: if the fact still holds the content that was embedded.
+FILL_BY_ID = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " SELECT pk, :model, :dim, :hash, :vector FROM facts WHERE id = :id AND content = :content"
+    + _SET
+)
+
 #: Vectors already stored for these texts (the embedding cache), by content hash.
 STORED_BY_HASH = (
     "SELECT content_hash, vector FROM fact_vectors"
@@ -62,10 +80,11 @@ _MISSING = (
 )
 
 #: Live facts without a vector of the store's model (of any model when :model is NULL).
-WITHOUT_VECTORS = f"SELECT count(*) FROM facts AS f WHERE {LIVE} AND {_MISSING}"
+# Superseded facts are embedded too: a search `as_of` a past time ranks them.
+WITHOUT_VECTORS = f"SELECT count(*) FROM facts AS f WHERE {UNEXPIRED} AND {_MISSING}"
 PENDING_COUNT = WITHOUT_VECTORS
 PENDING_PAGE = (
-    f"SELECT f.pk, f.content FROM facts AS f WHERE f.pk > :after AND {LIVE} AND {_MISSING}"
+    f"SELECT f.pk, f.content FROM facts AS f WHERE f.pk > :after AND {UNEXPIRED} AND {_MISSING}"
     " ORDER BY f.pk LIMIT :limit"
 )
 
@@ -110,7 +129,7 @@ def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> 
         "v.model = :model",
         "v.dim = :dim",
         *_where(key, item_key),
-        LIVE,
+        live_test(item_key),
     ]
     source = "facts AS f JOIN fact_vectors AS v ON v.fact_pk = f.pk"
     if key[0]:  # tags: the rarest wanted tag's facts drive
@@ -124,7 +143,8 @@ def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> 
 
 
 def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:
-    """Live facts without a vector of `model` (of any model when None), for `stats()`."""
+    """Unexpired facts (superseded ones too) without a vector of `model` (of any model when
+    None), for `stats()` and `embed_pending`."""
     row: Any = conn.execute(WITHOUT_VECTORS, {"now": now_ms(), "model": model}).fetchall()
     return int(row[0][0])
 
@@ -132,7 +152,7 @@ def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:
 #: Export: the live facts' vectors, a page at a time, in fact order.
 EXPORT_PAGE = (
     "SELECT v.fact_pk, f.id, v.model, v.dim, v.vector FROM fact_vectors AS v"
-    f" CROSS JOIN facts AS f ON f.pk = v.fact_pk WHERE v.fact_pk > :after AND {LIVE}"
+    f" CROSS JOIN facts AS f ON f.pk = v.fact_pk WHERE v.fact_pk > :after AND {UNEXPIRED}"
     " ORDER BY v.fact_pk LIMIT :limit"
 )
 #: Import: the fact a vector record belongs to, and what is stored for it.

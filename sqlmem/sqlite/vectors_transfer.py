@@ -1,4 +1,5 @@
-"""Fact vectors in the JSON Lines export and import (SPEC 17: "export as base64").
+"""Fact vectors in the JSON Lines export and import (stored as base64 text, so the
+export stays plain JSON).
 
 Exported after the facts, one record per vector, so a restored file searches by meaning
 at once, without calling a model. On import a vector is checked (finite, of the stated

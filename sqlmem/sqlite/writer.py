@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
@@ -40,6 +40,8 @@ class Writer:
         self._depth = 0
         #: The thread inside the transaction (meaningful while `_depth` > 0).
         self._owner = 0
+        #: Work for after the outermost commit (`after_commit`), dropped on rollback.
+        self._after_commit: list[Callable[[], None]] = []
 
     def held_by_me(self) -> bool:
         """Whether this thread is inside a write transaction of this writer: its reads must
@@ -57,6 +59,14 @@ class Writer:
         if conn is None:
             raise StoreClosedError(f"{self._path}: store is closed")
         return conn
+
+    def after_commit(self, work: Callable[[], None]) -> None:
+        """Run `work` once the transaction this thread holds has committed and the write
+        lock is released (never if it rolls back). For what must not run under the lock,
+        such as an embedding model called for facts written inside `MemoryDB.atomic()`."""
+        if not self.held_by_me():
+            raise SqlmemError(f"{self._path}: after_commit outside a write transaction")
+        self._after_commit.append(work)
 
     def transaction(self) -> Transaction:
         """`BEGIN IMMEDIATE` ... `COMMIT`, or a savepoint when already inside one."""
@@ -124,10 +134,13 @@ class Transaction:
     (including a failed COMMIT). Nested: a savepoint, rolled back to on error.
     """
 
-    __slots__ = ("_conn", "_savepoint", "_writer")
+    __slots__ = ("_conn", "_savepoint", "_writer", "committed_work")
 
     def __init__(self, writer: Writer) -> None:
         self._writer = writer
+        #: What `Writer.after_commit` queued, handed over when the outermost block
+        #: committed; the caller runs it after leaving (see `calls.Writing`).
+        self.committed_work: Sequence[Callable[[], None]] = ()
 
     def __enter__(self) -> apsw.Connection:
         writer = self._writer
@@ -165,6 +178,8 @@ class Transaction:
             if exc is None:
                 try:
                     conn.execute("COMMIT" if name is None else f"RELEASE {name}")
+                    if name is None and writer._after_commit:
+                        self.committed_work = writer._after_commit
                     return
                 except BaseException as failed:  # a failed COMMIT rolls back too
                     self._undo(conn, name)
@@ -176,6 +191,8 @@ class Transaction:
                 raise map_apsw_error(exc, str(writer._path)) from exc
         finally:
             writer._depth -= 1
+            if not writer._depth and writer._after_commit:
+                writer._after_commit = []  # handed over above, or rolled back with the rest
             writer._lock.release()
 
     @staticmethod

@@ -1,4 +1,4 @@
-"""Memory tools for an LLM (SPEC 16): `MemoryTools(db).specs()` to hand to the model and
+"""Memory tools for an LLM: `MemoryTools(db).specs()` to hand to the model and
 `.call(name, arguments)` to run its tool calls, returning JSON text and never raising.
 
 A layer over the protocols, like `context/`: it works on a `MemoryDB` and on the

@@ -92,6 +92,18 @@ _TOP_K: dict[str, Any] = {
     "default": 10,
     "description": f"How many results to return (1-{MAX_TOP_K}, default 10).",
 }
+_KEY = _text(
+    "A slot this memory fills, e.g. 'user.city' or 'user.employer' (letters, digits, '.', "
+    "'-', '_', ':'; at most 128): a new memory with the same key replaces the old one, "
+    "which stays in its history.",
+    max_length=128,
+)
+_AS_OF = _text(
+    "Search the memories as they were at this time instead of now: an ISO 8601 date or "
+    "time, e.g. '2025-06-01' or '2025-06-01T12:00:00Z' (UTC when no zone is given).",
+    max_length=40,
+    min_length=4,
+)
 _FILENAME = _text(
     "A workspace file's relative path ending in '.md', e.g. 'MEMORY.md' or "
     "'memory/2026-01-31.md' (letters, digits, '.', '_', '-' per segment; no '..', no leading "
@@ -124,6 +136,7 @@ _FACT_TOOLS = (
                 max_length=64,
             ),
             "confidence": _unit("How sure you are that it is true, 0 to 1 (default 1)."),
+            "key": _KEY,
         },
         ("content",),
     ),
@@ -148,6 +161,18 @@ _FACT_TOOLS = (
                 "description": "Only memories of this layer. " + _LAYER["description"],
             },
             "top_k": _TOP_K,
+            "as_of": _AS_OF,
+        },
+    ),
+    ToolDef(
+        "memory_history",
+        "facts",
+        False,
+        "Show how a memory changed over time: every version of a slot (by key) or of the "
+        "memory with this id, oldest first, with when each was valid and what replaced it.",
+        {
+            "key": {**_KEY, "minLength": 1},
+            "id": _ID,
         },
     ),
     ToolDef(

@@ -172,6 +172,10 @@ def _decode(arguments: object) -> object:
             raise ArgumentError(f"arguments are not valid JSON ({exc.msg} at {exc.pos})") from None
         except RecursionError:
             raise ArgumentError("arguments are nested too deeply") from None
+        except ValueError:  # the one other refusal: an integer past the int-string limit
+            raise ArgumentError(
+                "arguments hold a number with too many digits to read; send a shorter number"
+            ) from None
     if not isinstance(arguments, Mapping):
         kind = type(arguments).__name__
         raise ArgumentError(f"arguments must be a JSON object of named arguments, not {kind}")

@@ -13,9 +13,10 @@ layer, score): every extra key costs tokens on every call.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
+from ..context.inject import search_mode_for
 from ..errors import DocumentNotFoundError, FactNotFoundError, InvalidArgumentError
 from ..protocols import Database
 from ..records import Fact, Message
@@ -32,7 +33,7 @@ def _stamp(value: datetime | None) -> str | None:
 
 def _fact_items(facts: list[Fact]) -> Iterator[dict[str, Any]]:
     for fact in facts:
-        yield {
+        item = {
             "id": fact.id,
             "content": fact.content,
             "category": fact.category,
@@ -40,6 +41,9 @@ def _fact_items(facts: list[Fact]) -> Iterator[dict[str, Any]]:
             "layer": fact.layer,
             "score": fact.score,
         }
+        if fact.key:  # only when set: every key costs the model tokens
+            item["key"] = fact.key
+        yield item
 
 
 def save_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
@@ -57,6 +61,19 @@ def _unit(args: dict[str, Any]) -> dict[str, float]:
     return {k: float(args[k]) for k in ("confidence", "salience") if k in args}
 
 
+def _as_of(value: str | None) -> datetime | None:
+    """A model's ISO 8601 date or time (UTC when it names no zone)."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"argument 'as_of' must be an ISO 8601 date or time, got {value[:40]!r}"
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=timezone.utc)
+
+
 def search_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     query = args.get("query", "")
     top_k = args.get("top_k", 10)
@@ -65,11 +82,35 @@ def search_memory(db: Database, args: dict[str, Any]) -> dict[str, Any]:
         "tags": args.get("tags") or None,
         "layer": args.get("layer"),
     }
-    if query.strip():
-        found = db.facts.search(query, top_k, **narrow)
+    as_of = _as_of(args.get("as_of"))
+    if as_of is not None:
+        narrow["as_of"] = as_of
+    if query.strip():  # by meaning too when the store has an embedder, as inject_memory
+        found = db.facts.search(query, top_k, mode=search_mode_for(db.facts), **narrow)
     else:  # nothing to look for: the newest memories, for a model getting its bearings
         found = db.facts.list(limit=top_k, **narrow)
     return {"results": list(_fact_items(found))}
+
+
+def memory_history(db: Database, args: dict[str, Any]) -> dict[str, Any]:
+    if ("key" in args) == ("id" in args):
+        raise InvalidArgumentError("give exactly one of 'key' and 'id'")
+    chain = db.facts.history(key=args.get("key"), id=args.get("id"))
+    if not chain and "id" in args:
+        raise FactNotFoundError(f"no memory with id {args['id']!r}")
+    return {
+        "history": [
+            {
+                "id": f.id,
+                "content": f.content,
+                "key": f.key,
+                "valid_from": _stamp(f.valid_from or f.created_at),
+                "valid_to": _stamp(f.valid_to),
+                "superseded_by": f.superseded_by,
+            }
+            for f in chain
+        ]
+    }
 
 
 def list_categories(db: Database, args: dict[str, Any]) -> dict[str, Any]:
@@ -186,7 +227,10 @@ def _message_item(message: Message) -> dict[str, Any]:
 
 def search_conversations(db: Database, args: dict[str, Any]) -> dict[str, Any]:
     found = db.history.search(
-        args["query"], session_id=args.get("session_id"), top_k=args.get("top_k", 10)
+        args["query"],
+        session_id=args.get("session_id"),
+        top_k=args.get("top_k", 10),
+        mode=search_mode_for(db.history),
     )
     return {"results": [_message_item(m) for m in found]}
 
@@ -194,6 +238,7 @@ def search_conversations(db: Database, args: dict[str, Any]) -> dict[str, Any]:
 HANDLERS: dict[str, Handler] = {
     "save_memory": save_memory,
     "search_memory": search_memory,
+    "memory_history": memory_history,
     "list_categories": list_categories,
     "list_tags": list_tags,
     "update_memory": update_memory,

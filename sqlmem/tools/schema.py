@@ -94,6 +94,8 @@ def _fits(value: Any, expected: str) -> bool:
 
 
 def _shown(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 200:  # repr may refuse huge ints
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -1,18 +1,18 @@
-"""SPEC 18 (first subset): `SqlmemStore`, LangGraph's `BaseStore` over sqlmem's kv table.
+"""`SqlmemStore`, LangGraph's `BaseStore` over sqlmem's kv table.
 
 Written from the behaviour langgraph-checkpoint-sqlite's tests/test_store.py and
 test_ttl.py check (get, put, delete, search with filters, list_namespaces, TTL), plus
-sqlmem's: namespaces of any strings never collide, a batch with a put is all or nothing,
-values JSON cannot hold are refused.
+sqlmem's: namespaces of any labels LangGraph allows never collide, a batch with a put is
+all or nothing, values JSON cannot hold are refused.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -20,7 +20,15 @@ from hypothesis import strategies as st
 
 pytest.importorskip("langgraph.store.base")
 
-from langgraph.store.base import GetOp, Item, ListNamespacesOp, PutOp, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    PutOp,
+    SearchOp,
+)
 
 import sqlmem
 from sqlmem.adapters.langgraph import (
@@ -28,6 +36,12 @@ from sqlmem.adapters.langgraph import (
     decode_namespace,
     encode_namespace,
 )
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
 
 
 @pytest.fixture
@@ -68,18 +82,26 @@ LABELS = st.lists(
 ).map(tuple)
 
 
+#: The labels LangGraph accepts: any non-empty strings without '.' or NUL.
+VALID_LABELS = st.lists(
+    st.text(alphabet=st.characters(codec="utf-8", exclude_characters=".\x00"), min_size=1)
+    | st.sampled_from(["/", ",", '"', "\\", "a,b", "*"]),
+    min_size=1,
+    max_size=4,
+).map(tuple)
+
+
 @settings(max_examples=40)
 @given(
     entries=st.dictionaries(
-        st.tuples(LABELS, st.text(max_size=3)), st.integers(), min_size=1, max_size=8
+        st.tuples(VALID_LABELS, st.text(max_size=3)), st.integers(), min_size=1, max_size=8
     ),
-    prefix=LABELS,
+    prefix=VALID_LABELS,
 )
-def test_namespaces_of_any_strings_never_collide(
+def test_namespaces_of_any_valid_labels_never_collide(
     store: SqlmemStore, entries: dict[tuple[tuple[str, ...], str], int], prefix: tuple[str, ...]
 ) -> None:
-    """Through `batch` (BaseStore's helpers refuse '.', NUL and empty labels before the
-    store sees them; the store itself keeps any labels apart)."""
+    """Through `batch`: labels with separators, quotes and backslashes stay apart."""
     root = (f"t{next(_ns)}",)
     store.batch([PutOp(root + ns, key, {"n": n}) for (ns, key), n in entries.items()])
     gets = store.batch([GetOp(root + ns, key) for ns, key in entries])
@@ -90,6 +112,40 @@ def test_namespaces_of_any_strings_never_collide(
     assert found == {(root + ns, k) for ns, k in entries if ns[: len(prefix)] == prefix}
     (listed,) = store.batch([ListNamespacesOp(limit=1000)])
     assert {ns for ns in listed if ns[:1] == root} == {root + ns for ns, _ in entries}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("bad", [("foo.bar",), ("foo", ""), ("foo", 1), ("a\x00b",)])
+@pytest.mark.parametrize("kind", ["get", "put", "delete", "search", "list_prefix", "list_suffix"])
+def test_batch_refuses_labels_langgraph_refuses(
+    store: SqlmemStore, bad: tuple[Any, ...], kind: str
+) -> None:
+    """Regression: `batch` ran ops with any labels, while LangGraph's stores refuse a
+    label that is empty, not a string, or holds '.' or NUL (their suite checks every op
+    kind). The whole batch is refused before anything is written."""
+    op = {
+        "get": GetOp(bad, "key"),
+        "put": PutOp(bad, "key", {"changed": True}),
+        "delete": PutOp(bad, "key", None),
+        "search": SearchOp(bad),
+        "list_prefix": ListNamespacesOp((MatchCondition("prefix", bad),)),
+        "list_suffix": ListNamespacesOp((MatchCondition("suffix", bad),)),
+    }[kind]
+    store.put(("foo", "bar"), "key", {"original": True})
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([PutOp(("valid",), "key", {}), op])
+    with pytest.raises(InvalidNamespaceError):
+        run(store.abatch([PutOp(("valid",), "key", {}), op]))
+    assert store.get(("foo", "bar"), "key").value == {"original": True}  # type: ignore[union-attr]
+    assert store.get(("valid",), "key") is None
+
+
+def test_wildcards_and_empty_prefixes_stay_allowed(store: SqlmemStore) -> None:
+    store.put(("foo", "bar"), "key", {"v": 1})
+    found, listed = store.batch(
+        [SearchOp(()), ListNamespacesOp((MatchCondition("prefix", ("foo", "*")),))]
+    )
+    assert [i.namespace for i in found] == [("foo", "bar")]  # type: ignore[union-attr]
+    assert listed == [("foo", "bar")]
 
 
 @given(a=LABELS, b=LABELS)
@@ -211,6 +267,29 @@ def test_ttl_default_override_refresh_and_sweep(db: sqlmem.MemoryDB) -> None:
     store.close()
     with pytest.raises(sqlmem.InvalidArgumentError):
         SqlmemStore(db, ttl={"default_ttl": -1})
+
+
+@pytest.mark.parametrize("omit", [True, False])
+def test_omit_expired_config_hides_expired_items_before_the_sweep(
+    db: sqlmem.MemoryDB, omit: bool
+) -> None:
+    """langgraph-checkpoint 4.2's `TTLConfig.omit_expired`: with it, expired items are
+    not returned by get, search or namespace listings before a sweep deletes them.
+    sqlmem reads never see an expired item, so the option holds when False too."""
+    store = SqlmemStore(db, ttl={"default_ttl": 10, "omit_expired": omit})
+    assert store.ttl_config is not None and store.ttl_config["omit_expired"] is omit
+    store.put(("gone",), "a", {"v": 1})
+    store.put(("kept",), "b", {"v": 2}, ttl=None)
+    assert store.list_namespaces() == [("gone",), ("kept",)]
+    _expire(db, "a")
+    with db.engine.read() as conn:
+        assert conn.execute("SELECT count(*) FROM kv").fetchall()[0][0] == 2  # not swept
+    assert store.get(("gone",), "a") is None
+    assert [i.namespace for i in store.search(())] == [("kept",)]
+    assert store.list_namespaces() == [("kept",)]
+    assert run(store.aget(("gone",), "a")) is None
+    assert run(store.alist_namespaces()) == [("kept",)]
+    store.close()
 
 
 def test_no_refresh_unless_configured(db: sqlmem.MemoryDB) -> None:

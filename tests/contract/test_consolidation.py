@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -353,13 +352,12 @@ def test_eight_concurrent_runs_call_the_model_once_and_the_others_are_busy_at_on
         return json.dumps({"should_update": False, "reason": "no"})
 
     outcomes: list[Any] = []
-    waits: list[float] = []
+    model_still_blocked: list[bool] = []
 
     def run() -> None:
         extractor = WorkspaceExtractor(ws, blocked_model, cooldown_seconds=0)
-        started = time.monotonic()
         outcomes.append(extractor.run("s"))
-        waits.append(time.monotonic() - started)
+        model_still_blocked.append(not release.is_set())
 
     first = threading.Thread(target=run)
     first.start()
@@ -370,7 +368,8 @@ def test_eight_concurrent_runs_call_the_model_once_and_the_others_are_busy_at_on
     for thread in others:
         thread.join(10)
     busy = [o for o in outcomes if o.reason == "busy"]
-    assert len(busy) == 7 and max(waits) < 1.0  # at once, while the model is blocked
+    assert len(busy) == 7 and not any(t.is_alive() for t in others)
+    assert model_still_blocked == [True] * 7  # they returned while the model was blocked
     release.set()
     first.join(10)
     assert len(calls) == 1 and sum(o.ran for o in outcomes) == 1
@@ -382,7 +381,9 @@ def test_eight_threads_started_together_one_runs_the_model_seven_are_busy_at_onc
     # All eight released by one barrier, each with its own extractor (and, on SQLite, its
     # own MemoryDB of the same file half the time): the gate is per database, so exactly
     # one gets in and blocks in the model; the seven others return "busy" while it is
-    # still blocked, each measured from its own call.
+    # still blocked (each records that the model had not been released when its call
+    # returned). Behaviour, not speed: no wall-clock bound (1.18 s under load once failed
+    # a bound of 1 s on PostgreSQL while the behaviour was right).
     _conversation(ws)
     inside, release = threading.Event(), threading.Event()
     calls: list[str] = []
@@ -397,15 +398,14 @@ def test_eight_threads_started_together_one_runs_the_model_seven_are_busy_at_onc
     others = [sqlmem.open(path) for _ in range(4)] if path is not None else []
     barrier, done = threading.Barrier(8), threading.Semaphore(0)
     outcomes: dict[int, Any] = {}
-    waits: dict[int, float] = {}
+    model_still_blocked: dict[int, bool] = {}
 
     def run(n: int) -> None:
         db = others[n // 2] if others and n % 2 else ws
         extractor = WorkspaceExtractor(db, blocked_model, cooldown_seconds=0)
         barrier.wait(10)
-        started = time.monotonic()
         outcomes[n] = extractor.run("s")
-        waits[n] = time.monotonic() - started
+        model_still_blocked[n] = not release.is_set()
         done.release()
 
     threads = [threading.Thread(target=run, args=(n,)) for n in range(8)]
@@ -416,7 +416,9 @@ def test_eight_threads_started_together_one_runs_the_model_seven_are_busy_at_onc
         for _ in range(7):  # the seven busy ones end; the runner stays blocked
             assert done.acquire(timeout=10)
         assert len(outcomes) == 7 and all(o.reason == "busy" for o in outcomes.values())
-        assert not any(o.ran for o in outcomes.values()) and max(waits.values()) < 1.0
+        assert not any(o.ran for o in outcomes.values())
+        assert len(model_still_blocked) == 7 and all(model_still_blocked.values())
+        assert len(calls) == 1  # only the runner reached the model
         release.set()
         for thread in threads:
             thread.join(10)

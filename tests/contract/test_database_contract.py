@@ -65,7 +65,7 @@ def test_stats_count_the_same_things_everywhere(db: Database) -> None:
         "messages_active": 2,
         "messages_archived": 3,
         "facts": 1,
-        "facts_without_vectors": 1,  # no embedder: the fact has no vector
+        "facts_without_vectors": 0,  # no embedder: nothing waits for embed_pending
         "documents": 1,
     }
 

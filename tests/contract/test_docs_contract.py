@@ -1,4 +1,4 @@
-"""The DocumentStore contract (SPEC 14), run against the SQLite store and the twin."""
+"""The DocumentStore contract, run against every backend."""
 
 from __future__ import annotations
 
@@ -450,6 +450,28 @@ def test_render_memory_context(docs: DocumentStore) -> None:
     assert docs.render_memory_context(today=date(2026, 5, 2)) == "## Today's Notes\ntoo old\n"
     with pytest.raises(InvalidArgumentError):
         docs.render_memory_context(recent_days=-1)
+
+
+def test_recent_days_follows_the_integer_rule_of_every_count(make_docs: MakeDocs) -> None:
+    """Any integer type, never a bool or a numeric string; a huge count reads every day."""
+    docs = make_docs()
+    docs.append_daily("long ago", day=date(1000, 1, 1))
+    today = date(2026, 5, 10)
+    for bad in (True, "3", 2.0, None):
+        with pytest.raises(InvalidArgumentError, match="recent_days must be an integer"):
+            docs.render_memory_context(today=today, recent_days=bad)
+    assert "long ago" in docs.render_memory_context(today=today, recent_days=10**30)
+    assert docs.render_memory_context(today=today, recent_days=_Index(0)) == ""
+
+
+class _Index:
+    """An integer type that is not int (numpy's are such), usable through `__index__`."""
+
+    def __init__(self, value: int) -> None:
+        self._value = value
+
+    def __index__(self) -> int:
+        return self._value
 
 
 # -- folder sync ----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import sqlmem
 from sqlmem import InvalidArgumentError, Message, ToolCall
 from sqlmem.embedders import HashEmbedder, WordLlamaEmbedder
 from sqlmem.protocols import HistoryStore
+from sqlmem.rules.history_modes import vector_text
 from sqlmem.search.vectors import checked_rows, hybrid_leg_size, reciprocal_rank_fusion
 
 
@@ -108,8 +110,18 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
         db.close()
 
 
+#: The time of the test messages: a message's vector is of its text after its date
+#: (`rules.history_modes.vector_text`), so a fixed one keeps the expected texts fixed.
+WHEN = datetime(2026, 3, 14, 9, 30, tzinfo=timezone.utc)
+
+
 def _user(text: str) -> Message:
-    return Message(role="user", content=text)
+    return Message(role="user", content=text, created_at=WHEN)
+
+
+def _stored(text: str, name: str = "") -> str:
+    """What the embedder is given for a test message of `text`."""
+    return vector_text(text, name, WHEN)
 
 
 def _keys(messages: Sequence[Message]) -> list[tuple[str | None, int | None]]:
@@ -132,8 +144,8 @@ def test_vector_search_ranks_by_cosine_within_the_session(make: Make) -> None:
     history.append("b", _user("green tea"))
     found = history.search("green tea", mode="vector", top_k=3)
     expected = sorted(
-        [("a", i + 1, _cos(embedder, "green tea", t)) for i, t in enumerate(TEXTS)]
-        + [("b", 1, 1.0)],
+        [("a", i + 1, _cos(embedder, "green tea", _stored(t))) for i, t in enumerate(TEXTS)]
+        + [("b", 1, _cos(embedder, "green tea", _stored("green tea")))],
         key=lambda x: -x[2],
     )[:3]
     assert [(m.session_id, m.seq) for m in found] == [(s, q) for s, q, _ in expected]
@@ -228,10 +240,10 @@ def test_messages_without_text_need_no_vector(make: Make) -> None:
         "a",
         [
             Message(role="assistant", content="", tool_calls=[call]),
-            Message(role="tool", content="sunny", tool_call_id="c1"),
+            Message(role="tool", content="sunny", tool_call_id="c1", created_at=WHEN),
         ],
     )
-    assert embedder.texts == ["sunny"]
+    assert embedder.texts == [_stored("sunny")]
     assert opened.missing() == 0
     assert [m.seq for m in opened.history.search("sunny", mode="vector")] == [2]
 
@@ -241,7 +253,7 @@ def test_identical_text_is_embedded_once(make: Make) -> None:
     history = make(embedder).history
     history.append_many("a", [_user("ok"), _user("thanks"), _user("ok")])
     history.append("b", _user("ok"))
-    assert sorted(embedder.texts) == ["ok", "thanks"]
+    assert sorted(embedder.texts) == sorted([_stored("ok"), _stored("thanks")])
     assert len(history.search("ok", mode="vector", top_k=10)) == 4
 
 

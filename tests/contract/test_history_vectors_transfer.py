@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ from sqlmem import Message, ToolCall
 from sqlmem.embedders import HashEmbedder
 from sqlmem.rules import export_format
 from sqlmem.rules.export_format import ExportFormatError
-from sqlmem.search.vectors import content_key
+from sqlmem.rules.history_modes import vector_text
+from sqlmem.search.vectors import checked_rows, content_key
 from sqlmem.sqlite.export import export_records
 from sqlmem.sqlite.importer import import_lines, import_records
 
@@ -74,7 +76,9 @@ def test_message_vectors_travel_in_the_export(tmp_path: Path) -> None:
     with sqlmem.open(tmp_path / "b.db", embedder=embedder) as db:
         counts = import_records(db, records)
         assert (counts.message_vectors, counts.message_vectors_skipped) == (2, 0)
-        assert embedder.texts[calls:] == ["no vector yet"]  # only the missing one embedded
+        (missing,) = [m for m in db.history.get_all("other") if m.content == "no vector yet"]
+        # only the missing one embedded (its text after its day: rules.history_modes)
+        assert embedder.texts[calls:] == [vector_text(missing.content, "", missing.created_at)]
         assert db.stats()["messages_without_vectors"] == 0
         top = db.history.search("blue sea", mode="vector", top_k=1)
         assert [(m.session_id, m.seq) for m in top] == [("chat", 3)]
@@ -83,6 +87,7 @@ def test_message_vectors_travel_in_the_export(tmp_path: Path) -> None:
         assert _dump(db)[1:6] == records[1:6]  # messages and summary as they were
     with sqlmem.open(tmp_path / "c.db") as db:  # no embedder: the vectors are kept
         import_records(db, records)
+    with sqlmem.open(tmp_path / "c.db", embedder=embedder) as db:  # the one left is missing
         assert db.stats()["messages_without_vectors"] == 1
         assert [r for r in _dump(db)[1:] if r["type"] == "message_vector"] == vectors
 
@@ -113,9 +118,21 @@ def _header(version: int = 3) -> str:
     return json.dumps({"format": "sqlmem-export", "format_version": version})
 
 
+#: When the imported test message was said: its vector is of its text after that day
+#: (`rules.history_modes.vector_text`).
+SAID = datetime(2025, 1, 31, 9, 14, 55, tzinfo=timezone.utc)
+
+
 def _message_line(seq: int = 1) -> str:
     return json.dumps(
-        {"type": "message", "session_id": "s", "seq": seq, "role": "user", "content": "hi"}
+        {
+            "type": "message",
+            "session_id": "s",
+            "seq": seq,
+            "role": "user",
+            "content": "hi",
+            "created_at": SAID.isoformat(),
+        }
     )
 
 
@@ -152,7 +169,7 @@ def test_bad_message_vector_records_are_refused_with_their_line(
 
 
 def test_unusable_or_orphan_vectors_are_skipped(tmp_path: Path) -> None:
-    def vector(seq: int, values: list[float], text: str = "hi") -> str:
+    def vector(seq: int, values: list[float], text: str = vector_text("hi", "", SAID)) -> str:
         import numpy as np
 
         data = np.array(values, dtype="<f4").tobytes()
@@ -173,16 +190,18 @@ def test_unusable_or_orphan_vectors_are_skipped(tmp_path: Path) -> None:
         _message_line(),
         vector(1, [0.0, 0.0]),  # no length
         vector(2, [1.0, 0.0]),  # no such message
-        vector(1, [1.0, 0.0], text="bye"),  # computed from another text
+        vector(1, [1.0, 0.0], text=vector_text("bye", "", SAID)),  # from another text
+        vector(1, [1.0, 0.0], text="hi"),  # from the bare content: not what is embedded
     ]
     with sqlmem.open(tmp_path / "a.db") as db:
         counts = import_lines(db, lines)
         assert (counts.messages, counts.message_vectors, counts.message_vectors_skipped) == (
             1,
             0,
-            3,
+            4,
         )
-        assert db.stats()["messages_without_vectors"] == 1
+        with db.engine.read() as conn:  # none of the file's vectors was stored
+            assert conn.execute("SELECT count(*) FROM message_vectors").fetchall()[0][0] == 0
     lines[2] = vector(1, [3.0, 4.0])  # stored at unit length
     with sqlmem.open(tmp_path / "b.db") as db:
         assert import_lines(db, lines).message_vectors == 1
@@ -206,7 +225,6 @@ def test_postgres_transfer_keeps_message_vectors(tmp_path: Path, pg_dsn: str) ->
     with postgres.open(pg_dsn, new_agent_id(), pool_size=1) as pg:
         counts = transfer.import_records(pg, records)
         assert (counts.message_vectors, counts.message_vectors_skipped) == (2, 0)
-        assert pg.stats()["messages_without_vectors"] == 1
         again = transfer.import_records(pg, records)
         assert (again.message_vectors, again.message_vectors_skipped) == (0, 2)
         exported = [json.loads(json.dumps(r)) for r in transfer.export_records(pg)]
@@ -214,6 +232,7 @@ def test_postgres_transfer_keeps_message_vectors(tmp_path: Path, pg_dsn: str) ->
     assert exported[0]["format_version"] == 3
     assert exported[1:] == records[1:]
     with postgres.open(pg_dsn, agent, embedder=embedder, pool_size=1) as pg:
+        assert pg.stats()["messages_without_vectors"] == 1  # the one the file lacked
         calls = len(embedder.texts)
         top = pg.history.search("blue sea", mode="vector", top_k=1)
         assert [(m.session_id, m.seq) for m in top] == [("chat", 3)]
@@ -235,4 +254,9 @@ def test_a_vector_is_never_attached_to_another_text(tmp_path: Path) -> None:
         counts = import_records(db, records)
         assert (counts.messages_skipped, counts.message_vectors_skipped) == (1, 1)
         top = db.history.search("fast red car", mode="vector", top_k=1)
-        assert top[0].score == pytest.approx(1.0)  # still its own text's vector
+        own = vector_text(top[0].content, top[0].name, top[0].created_at)
+        query, stored = checked_rows(embedder.embed(["fast red car", own]), 2)
+        assert query is not None and stored is not None
+        assert top[0].score == pytest.approx(float(query @ stored))  # its own text's vector
+        other = checked_rows(embedder.embed([records[1]["content"]]), 1)[0]
+        assert other is not None and float(query @ other) != pytest.approx(top[0].score)

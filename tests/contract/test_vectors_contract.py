@@ -324,6 +324,8 @@ def test_vectors_travel_in_the_export_and_import_checks_them(tmp_path: Path) -> 
         assert (again.vectors, again.vectors_skipped) == (0, 2)
     with sqlmem.open(plain) as db:  # no embedder: the vectors are kept all the same
         import_lines(db, dump.read_text().splitlines())
+        assert db.stats()["facts_without_vectors"] == 0  # nothing waits without an embedder
+    with sqlmem.open(plain, embedder=embedder) as db:  # the two vectors came in
         assert db.stats()["facts_without_vectors"] == 1
 
 

@@ -254,8 +254,8 @@ def test_stats_count_the_agents_rows_only(open_pg: Any) -> None:
         "messages_active": 1,
         "messages_archived": 2,
         "facts": 1,
-        "facts_without_vectors": 1,
-        "messages_without_vectors": 3,  # no embedder: every message with text
+        "facts_without_vectors": 0,  # no embedder: nothing waits for embed_pending
+        "messages_without_vectors": 0,
         "documents": 2,
     }
 

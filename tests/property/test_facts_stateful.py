@@ -23,7 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
-from sqlmem.errors import FactNotFoundError
+from sqlmem.errors import FactNotFoundError, InvalidArgumentError
 from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.records import Fact
 from sqlmem.sqlite.engine import Engine
@@ -76,6 +76,17 @@ remembered = st.builds(
     expires_at=st.sampled_from(EXPIRIES),
     created_at=st.none() | st.sampled_from(TIMES),
 )
+# Facts that change: a few keys, dated or not (undated: valid from now).
+VALID_FROM = st.none() | st.sampled_from(TIMES)
+keyed = st.builds(
+    Fact,
+    id=st.sampled_from(["", "", "", *IDS[:4]]),
+    content=st.sampled_from(["lives in Paris", "lives in Oslo", "run dog", "Tea is good."]),
+    key=st.sampled_from(["user.city", "user.job", ""]),
+    layer=st.sampled_from(LAYERS[1:]),
+    valid_from=VALID_FROM,
+    created_at=st.none() | st.sampled_from(TIMES),
+)
 item_filters = st.fixed_dictionaries(
     {},
     optional={
@@ -106,6 +117,9 @@ def comparable(fact: Fact | None) -> dict[str, Any] | None:
     if data["created_at"] > T0 + timedelta(days=365):
         data["created_at"] = "now"
     data["confidence"] = round(data["confidence"], 12)  # 1-(1-a)(1-b), same in both
+    for field in ("valid_from", "valid_to"):  # an undated version is valid from now
+        if data[field] is not None and data[field] > T0 + timedelta(days=365):
+            data[field] = "now"
     return data
 
 
@@ -148,6 +162,40 @@ class FactStoresAgree(RuleBasedStateMachine):
         assert a == b
         event("remember: " + ("inserted or indexed" if a == fact.id else "merged"))
         self.ids.add(a)
+
+    @rule(fact=keyed)
+    def remember_keyed(self, fact: Fact) -> None:
+        a, b = self.both("remember", fact)
+        assert a == b
+        self.ids.add(a)
+
+    @rule(old=st.sampled_from([*IDS[:4], "unknown"]), fact=keyed)
+    def supersede(self, old: str, fact: Fact) -> None:
+        fact = fact.model_copy(update={"key": ""})
+        outcomes = []
+        for store in (self.sqlite, self.memory):
+            try:
+                outcomes.append(store.supersede(old, fact))
+            except (FactNotFoundError, InvalidArgumentError) as exc:
+                outcomes.append(type(exc).__name__)
+        assert outcomes[0] == outcomes[1]
+        self.ids.add(fact.id)
+
+    @rule(
+        key=st.sampled_from(["user.city", "user.job"]),
+        fact_id=st.sampled_from([*IDS[:4], "unknown"]),
+    )
+    def history(self, key: str, fact_id: str) -> None:
+        for args in ({"key": key}, {"id": fact_id}):
+            a, b = self.both("history", **args)
+            assert [comparable(f) for f in a] == [comparable(f) for f in b]
+
+    @rule(query=st.sampled_from(["lives", "run dog", "tea Paris"]), at=st.sampled_from(TIMES))
+    def as_of(self, query: str, at: datetime) -> None:
+        a, b = self.both("search", query, 50, as_of=at)
+        assert sorted(f.id for f in a) == sorted(f.id for f in b)
+        a, b = self.both("list", limit=100, as_of=at)
+        assert [f.id for f in a] == [f.id for f in b]
 
     @rule(fact_id=st.sampled_from([*IDS, "unknown"]), layer=st.sampled_from(LAYERS))
     def promote(self, fact_id: str, layer: str) -> None:

@@ -258,22 +258,30 @@ def _fts_segments(db: sqlmem.MemoryDB) -> dict[str, int]:
 def test_vacuum_leaves_no_byte_of_a_forgotten_messages_vector(tmp_path: Path) -> None:
     """Message vectors go with their messages: pop and purge delete them, and `vacuum()`
     leaves no byte of them in the file or its WAL, while the kept messages' stay."""
+    from datetime import datetime, timezone
+
     from sqlmem.embedders import HashEmbedder
+    from sqlmem.rules.history_modes import vector_text
     from sqlmem.search.vectors import checked_rows
 
     embedder = HashEmbedder(64)
+    said = datetime(2026, 3, 14, tzinfo=timezone.utc)
 
     def blob(text: str) -> bytes:
-        (vector,) = checked_rows(embedder.embed([text]), 1)
+        """The stored vector of a message of `text` (of its text after its day)."""
+        (vector,) = checked_rows(embedder.embed([vector_text(text, "", said)]), 1)
         assert vector is not None
         return vector.astype("<f4").tobytes()
+
+    def said_by_user(text: str) -> Message:
+        return Message(role="user", content=text, created_at=said)
 
     popped, purged = [f"{_secret()} {_secret()}" for _ in range(2)]
     kept = [f"{_secret()} stays" for _ in range(3)]
     with sqlmem.open(tmp_path / "m.db", embedder=embedder) as db:
-        db.history.append_many("keep", [Message(role="user", content=t) for t in kept])
-        db.history.append("keep", Message(role="user", content=popped))
-        db.history.append_many("gone", [Message(role="user", content=purged)] * 2)
+        db.history.append_many("keep", [said_by_user(t) for t in kept])
+        db.history.append("keep", said_by_user(popped))
+        db.history.append_many("gone", [said_by_user(purged)] * 2)
         db.checkpoint()
         data = _raw_bytes(db)
         assert all(blob(t) in data for t in [popped, purged, *kept])

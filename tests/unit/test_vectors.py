@@ -193,3 +193,13 @@ def test_wordllama_runs_offline_and_finds_meanings(monkeypatch: pytest.MonkeyPat
     assert vegetarian is not None and berlin is not None and eat is not None
     # BM25 shares no word between the first and the last; the model relates them.
     assert float(eat @ vegetarian) > float(eat @ berlin)
+
+
+def test_one_first_place_outranks_two_middling_placings() -> None:
+    """Regression: with the paper's k = 60, an id both legs rank 30th (2/90) beat the id
+    one leg ranks first (1/61), so the vectors' best match sank below a shared nobody."""
+    filler = [f"f{i}" for i in range(28)]
+    lexical = ["first", *filler, "middling"]
+    semantic = [*(f"g{i}" for i in range(29)), "middling"]
+    fused = [key for key, _ in reciprocal_rank_fusion(lexical, semantic, 3)]
+    assert fused[0] == "first"

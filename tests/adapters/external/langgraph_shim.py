@@ -1,24 +1,10 @@
 """`SqlmemStore` under the name and constructor of langgraph-checkpoint-sqlite's
-`SqliteStore`, to run that package's own store tests against sqlmem (issue 20).
+`SqliteStore`, to run that package's own store tests against sqlmem.
 
-Not collected by pytest (the tests are not shipped in the wheel). With a checkout of
-langgraph at the tag of the langgraph-checkpoint-sqlite release (checkpointsqlite==3.1.1
-was used), that release installed beside sqlmem (its tests import private helpers of
-`langgraph.store.sqlite.base`, e.g. `pip install --target site langgraph-checkpoint-sqlite
-aiosqlite sqlite-vec --no-deps` and `site` on PYTHONPATH):
-
-    cd langgraph/libs/checkpoint-sqlite
-    # in tests/test_store.py and tests/test_ttl.py, replace the import of SqliteStore by
-    #     from langgraph_shim import SqliteStore
-    # (and AsyncSqliteStore's, in tests/test_async_store.py and tests/test_ttl.py, by
-    #     from langgraph_shim import AsyncSqliteStore)
-    PYTHONPATH=/path/to/sqlmem:/path/to/sqlmem/tests/adapters/external:site \
-        python -m pytest -o addopts= -o asyncio_mode=auto \
-        tests/test_store.py tests/test_async_store.py tests/test_ttl.py
-
-Result (3.1.1): 103 of 105 pass. The two failures probe SqliteStore's internals:
-`test_vector_store_initialization` reads `store.conn` (its sqlite3 connection) and
-`test_nonnull_migrations` its `SqliteStore.MIGRATIONS` list.
+Not collected by pytest: `suites.py` beside this file substitutes it into the tests of
+the installed release's sdist (`from langgraph.store.sqlite import SqliteStore` becomes
+`from langgraph_shim import SqliteStore`, and the same for `AsyncSqliteStore`) and runs
+them; `pytest -m frameworks tests/adapters/test_framework_suites.py` in CI.
 
 `from_conn_string(":memory:")` gets a fresh file in a temporary folder, removed on exit.
 """

@@ -1,17 +1,11 @@
-"""`SqlmemSession` under the name and constructor of the SDK's `SQLiteSession`, to run the
-OpenAI Agents SDK's own session tests against sqlmem (issue 20: "the frameworks' own
-suites will be run against these classes with the class substituted").
+"""`SqlmemSession` under the name and constructor of the SDK's `SQLiteSession`, to run
+the OpenAI Agents SDK's own session tests against sqlmem.
 
-Not collected by pytest (the SDK's tests are not shipped in its wheel). To run them, with
-a checkout of openai-agents-python matching the installed version:
-
-    cd openai-agents-python
-    # tests/conftest.py, at its end:
-    #     import agents, agents.memory
-    #     from tests.adapters.external.openai_agents_shim import SQLiteSession
-    #     agents.SQLiteSession = agents.memory.SQLiteSession = SQLiteSession
-    PYTHONPATH=/path/to/sqlmem python -m pytest tests/memory/test_session.py \
-        tests/memory/test_session_limit.py
+Not collected by pytest: `suites.py` beside this file appends to the SDK's
+`tests/conftest.py` (from the installed release's sdist) the lines that make
+`agents.SQLiteSession` and `agents.memory.SQLiteSession` this class, and runs the
+session and compaction tests; `pytest -m frameworks tests/adapters/test_framework_suites.py`
+in CI.
 
 `SQLiteSession(session_id)` (the SDK's in-memory default) gets a fresh file in a
 temporary folder, removed by `close()`; `session_settings` becomes `limit`.

@@ -1,0 +1,125 @@
+"""Facts that change: the rules of keys, chains and valid time, written once for every
+backend (the SQLite store, PostgreSQL and the in-memory twin only execute them).
+
+A chain is the facts of one slot: the facts with one `key` in one layer, or, for facts
+without a key, the facts linked by `supersede` (their chain is named after the first
+fact's id, `"#<id>"`, which no key can spell). A chain is ordered by `valid_from`, ties
+by write order (the later write wins); each fact's `valid_to` is the next one's
+`valid_from` and its `superseded_by` the next one's id; the last is live. Placing a fact
+touches two rows only: the fact itself and the one before it.
+
+Valid time: a fact is live at T when `valid_from <= T < valid_to` (no `valid_to`:
+forever). A fact written without `valid_from` and outside any chain is valid from its
+`created_at` for reads `as_of` a time; reads of now take it as valid (its `created_at`
+is the caller's record timestamp, which 0.2 programs set freely, also in the future).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
+
+from ..errors import InvalidArgumentError
+from .encoding import dt_to_ms
+
+__all__ = [
+    "MAX_KEY_LEN",
+    "Link",
+    "Placement",
+    "chain_name",
+    "check_as_of",
+    "check_key",
+    "is_valid",
+    "order_chain",
+    "place",
+    "supersede_valid_from",
+]
+
+MAX_KEY_LEN = 128
+_KEY = re.compile(rf"[A-Za-z0-9._:-]{{0,{MAX_KEY_LEN}}}")
+#: The first character of an unkeyed chain's name (no key holds it).
+UNKEYED_CHAIN = "#"
+
+
+def check_key(value: str) -> str:
+    """A key is '' (no slot) or up to 128 letters, digits, '.', '-', '_' and ':'."""
+    if not isinstance(value, str) or not _KEY.fullmatch(value):
+        raise ValueError(
+            f"key must be at most {MAX_KEY_LEN} letters, digits, '.', '-', '_' and ':'; "
+            f"got {value!r:.80}"
+        )
+    return value
+
+
+def chain_name(key: str, first_id: str) -> str:
+    """The chain a fact joins: its key's, or for a fact without a key the chain named
+    after the first fact of the supersession (`first_id`)."""
+    return key if key else UNKEYED_CHAIN + first_id
+
+
+def check_as_of(value: object) -> int | None:
+    """`as_of=` of `search` and `list`: None (now) or a timezone-aware datetime, as ms."""
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise InvalidArgumentError("as_of must be a datetime or None")
+    if value.tzinfo is None:
+        raise InvalidArgumentError("as_of must be timezone-aware (e.g. datetime.now(UTC))")
+    return dt_to_ms(value)
+
+
+class Link(NamedTuple):
+    """One chain member: its id, effective valid_from (ms) and write order."""
+
+    id: str
+    valid_from: int
+    order: int
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a fact goes in its chain: the member before it (whose `valid_to` and
+    `superseded_by` become the fact's `valid_from` and id) and the one after it (whose
+    `valid_from` and id become the fact's `valid_to` and `superseded_by`)."""
+
+    previous: Link | None
+    following: Link | None
+
+
+def order_chain(members: Sequence[Link]) -> list[Link]:
+    """A chain in its order: valid_from, then write order."""
+    return sorted(members, key=lambda m: (m.valid_from, m.order))
+
+
+def place(members: Sequence[Link], fact: Link) -> Placement:
+    """The place of `fact` among `members` (the chain without it). Equal valid_from: the
+    later write (larger order) comes later, so it is the live one."""
+    previous: Link | None = None
+    following: Link | None = None
+    for member in order_chain(members):
+        if (member.valid_from, member.order) <= (fact.valid_from, fact.order):
+            previous = member
+        elif following is None:
+            following = member
+    return Placement(previous, following)
+
+
+def supersede_valid_from(given_ms: int | None, old_valid_from: int, now: int) -> int:
+    """`supersede(old, fact)`: the new fact is valid from its own valid_from, or now, and
+    never before the fact it replaces (so it lands after it)."""
+    return max(now if given_ms is None else given_ms, old_valid_from)
+
+
+def is_valid(
+    explicit_from: int | None, created: int, valid_to: int | None, at: int, *, as_of: bool
+) -> bool:
+    """The valid-time test every backend applies (see the module docstring): at `at` (now,
+    or the `as_of` time)."""
+    if valid_to is not None and valid_to <= at:
+        return False
+    if explicit_from is not None:
+        return explicit_from <= at
+    return created <= at if as_of else True

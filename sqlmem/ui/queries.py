@@ -1,0 +1,316 @@
+"""What each inspector page shows, read from any `Database` through its public protocols.
+
+Plain Python with no web framework in it, so the pages' data can be tested and timed on
+its own. Every list is paged here, server-side: a page asks the stores for at most one
+page plus one row (the extra row says whether a next page exists), so a page of a file
+with a hundred thousand facts costs what a page of a small file costs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Generic, TypeVar
+
+from ..context import ContextWindow, PackConfig, build_memory_pack, estimate_tokens
+from ..errors import SqlmemError
+from ..protocols import Database, has_vector_search
+from ..records import Fact, Message
+
+__all__ = [
+    "FACT_COLUMNS",
+    "PAGE_SIZE",
+    "FactFilters",
+    "Page",
+    "SearchLegs",
+    "SessionView",
+    "context_window",
+    "document_diff",
+    "fact_page",
+    "is_expired",
+    "memory_pack",
+    "overview",
+    "paged",
+    "parse_reference",
+    "preview",
+    "search_legs",
+    "session_messages",
+    "session_page",
+]
+
+T = TypeVar("T")
+
+#: Rows per page: small enough for a fast page on a huge file, big enough to read.
+PAGE_SIZE = 50
+#: How much of a stored text a list shows; the whole text is on the item's own page.
+PREVIEW_CHARS = 600
+
+#: The facts table's columns, in order: (heading, attribute of the row). New fact fields
+#: (supersession, provenance) become a new entry here and a cell in the template.
+FACT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Content", "content"),
+    ("Layer", "layer"),
+    ("Kind", "kind"),
+    ("Category", "category"),
+    ("Tags", "tags"),
+    ("Confidence", "confidence"),
+    ("Updated", "updated_at"),
+    ("Expires", "expires_at"),
+    ("References", "references"),
+)
+
+_MESSAGE_REF = re.compile(r"^msg:(?P<session>.+)#(?P<seq>\d+)$", re.DOTALL)
+_DOCUMENT_REF = re.compile(r"^doc:(?P<path>.+)@(?P<rev>\d+)$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list: its rows, where it starts, and whether more follow."""
+
+    rows: list[T]
+    offset: int
+    has_next: bool
+    size: int = PAGE_SIZE
+
+    @property
+    def has_previous(self) -> bool:
+        return self.offset > 0
+
+    @property
+    def next_offset(self) -> int:
+        return self.offset + self.size
+
+    @property
+    def previous_offset(self) -> int:
+        return max(0, self.offset - self.size)
+
+
+def paged(rows: list[T], offset: int, size: int = PAGE_SIZE) -> Page[T]:
+    """A page from rows fetched with `limit=size + 1` at `offset`."""
+    return Page(rows[:size], offset, len(rows) > size, size)
+
+
+def preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, int]:
+    """The start of `text` and how many characters were left out."""
+    if len(text) <= limit:
+        return text, 0
+    return text[:limit], len(text) - limit
+
+
+def parse_reference(reference: str) -> dict[str, Any] | None:
+    """Where a fact's reference points: a message (`msg:{session}#{seq}`) or a document
+    revision (`doc:{path}@{rev}`); None for any other text (shown as plain text)."""
+    found = _MESSAGE_REF.match(reference)
+    if found:
+        return {"kind": "message", "session": found["session"], "seq": int(found["seq"])}
+    found = _DOCUMENT_REF.match(reference)
+    if found:
+        return {"kind": "document", "path": found["path"], "revision": int(found["rev"])}
+    return None
+
+
+def overview(db: Database) -> dict[str, Any]:
+    """`stats()` as the backend reports it (every backend has the counts; a SQLite file
+    adds its size, WAL and schema version)."""
+    return dict(db.stats())
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session_id: str
+    active: int
+    summary: str
+
+
+def session_page(db: Database, offset: int, size: int = PAGE_SIZE) -> Page[SessionRow]:
+    """A page of sessions with their active message counts and summaries."""
+    ids = db.history.sessions()[offset : offset + size + 1]
+    rows = [
+        SessionRow(sid, db.history.count(sid), db.history.get_summary(sid)) for sid in ids[:size]
+    ]
+    return Page(rows, offset, len(ids) > size, size)
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """One page of a session's messages, oldest first, with the archive boundary: the seq
+    of the oldest active message (every message before it is archived)."""
+
+    session_id: str
+    messages: list[Message]
+    summary: str
+    active: int
+    first_active_seq: int | None
+    older_before: int | None  # `before=` of the previous (older) page, None at the start
+    newer_start: int | None  # `start=` of the next (newer) page, None at the end
+
+
+def session_messages(
+    db: Database,
+    session_id: str,
+    *,
+    before: int | None = None,
+    start: int | None = None,
+    at: int | None = None,
+    size: int = PAGE_SIZE,
+) -> SessionView:
+    """A page of messages: around seq `at`, from seq `start`, ending just before seq
+    `before`, or (none given) the newest page.
+
+    Paged by seq through `around`, a bounded read per page whatever the session's length;
+    the archive boundary comes from the active messages `get_recent` returns.
+    """
+    history = db.history
+    active = history.count(session_id)
+    recent = history.get_recent(session_id, active, pair_safe=False) if active else []
+    if at is not None:
+        half = size // 2
+        messages = history.around(session_id, at, before=half, after=size - 1 - half)
+    elif start is not None:
+        messages = history.around(session_id, start, before=0, after=size - 1)
+    elif before is not None:
+        window = history.around(session_id, before, before=size, after=0)
+        messages = [m for m in window if m.seq != before][-size:]
+    else:
+        newest = _newest_seq(db, session_id, recent)
+        messages = [] if newest is None else history.around(session_id, newest, before=size - 1)
+    older = newer = None
+    if messages and messages[0].seq is not None and messages[-1].seq is not None:
+        first, last = messages[0].seq, messages[-1].seq
+        if len(history.around(session_id, first, before=1, after=0)) > 1:
+            older = first
+        following = history.around(session_id, last, before=0, after=1)
+        if len(following) > 1:
+            newer = following[-1].seq
+    return SessionView(
+        session_id,
+        messages,
+        history.get_summary(session_id),
+        active,
+        recent[0].seq if recent else None,
+        older,
+        newer,
+    )
+
+
+def _newest_seq(db: Database, session_id: str, recent: list[Message]) -> int | None:
+    if recent:
+        return recent[-1].seq
+    archived = db.history.get_all(session_id, include_archived=True)  # all archived: rare
+    return archived[-1].seq if archived else None
+
+
+@dataclass(frozen=True)
+class FactFilters:
+    """The facts page's filters, as the store's `list` takes them."""
+
+    layer: str | None = None
+    kind: str | None = None
+    tags: list[str] = field(default_factory=list)
+    category: str | None = None
+    min_confidence: float | None = None
+
+
+def fact_page(db: Database, filters: FactFilters, offset: int, size: int = PAGE_SIZE) -> Page[Fact]:
+    """A page of facts, newest first, filtered by the store before paging."""
+    rows = db.facts.list(
+        tags=filters.tags or None,
+        category=filters.category,
+        layer=filters.layer,
+        kind=filters.kind,
+        min_confidence=filters.min_confidence,
+        limit=size + 1,
+        offset=offset,
+    )
+    return paged(rows, offset, size)
+
+
+def is_expired(fact: Fact, now: datetime | None = None) -> bool:
+    """Whether the fact's expiry has passed (an expired fact stays until `expire()`)."""
+    if fact.expires_at is None:
+        return False
+    moment = now or datetime.now(timezone.utc)
+    expires = fact.expires_at
+    if expires.tzinfo is None:
+        expires = expires.replace(tzinfo=timezone.utc)
+    return expires <= moment
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A search hit with its score and its rank in each leg (None: not in that leg)."""
+
+    item: Fact | Message
+    score: float | None
+    ranks: dict[str, int | None]
+
+
+@dataclass(frozen=True)
+class SearchLegs:
+    """One query's legs side by side: BM25, vector and the fused ranking, for facts;
+    BM25 for history (messages have no vectors)."""
+
+    bm25: list[Ranked]
+    vector: list[Ranked] | None  # None: no embedder, so no vector leg
+    fused: list[Ranked] | None
+    history: list[Ranked]
+    history_error: str | None
+
+
+def search_legs(db: Database, query: str, top_k: int = 20) -> SearchLegs:
+    """Run the query once per leg and note, for each hit, its rank in the others."""
+    facts = db.facts
+    bm25 = facts.search(query, top_k, mode="any")
+    vector = fused = None
+    if has_vector_search(db.facts):  # `facts` keeps the FactStore type for search
+        vector = facts.search(query, top_k, mode="vector")
+        fused = facts.search(query, top_k, mode="hybrid")
+    legs = {"bm25": bm25, "vector": vector or [], "fused": fused or []}
+    positions = {name: {f.id: i + 1 for i, f in enumerate(hits)} for name, hits in legs.items()}
+
+    def ranked(hits: list[Fact]) -> list[Ranked]:
+        return [
+            Ranked(f, f.score, {name: pos.get(f.id) for name, pos in positions.items()})
+            for f in hits
+        ]
+
+    history_error = None
+    try:
+        messages = db.history.search(query, top_k=top_k)
+    except SqlmemError as exc:  # history search turned off for this store
+        messages, history_error = [], str(exc)
+    return SearchLegs(
+        ranked(bm25),
+        None if vector is None else ranked(vector),
+        None if fused is None else ranked(fused),
+        [Ranked(m, m.score, {"bm25": i + 1}) for i, m in enumerate(messages)],
+        history_error,
+    )
+
+
+def memory_pack(db: Database, query: str, budget: int) -> dict[str, Any]:
+    """The memory pack for `query` within `budget` tokens, each item with its tokens."""
+    config = PackConfig(soft_budget_tokens=budget, max_budget_tokens=budget)
+    pack = build_memory_pack(db.facts, query, config)
+    items = [{"item": item, "tokens": estimate_tokens(item.fact.content)} for item in pack.items]
+    return {"pack": pack, "items": items, "budget": budget}
+
+
+def context_window(db: Database, session_id: str, max_tokens: int) -> dict[str, Any]:
+    """What a `ContextWindow` of `max_tokens` would send for this session now. It has no
+    summarizer or consolidator, so building it leaves out old messages but writes nothing."""
+    window = ContextWindow(db.history, max_input_tokens=max_tokens)
+    built = window.build(session_id, "", "")
+    rows = [{"message": m, "tokens": estimate_tokens(m.content)} for m in built.messages]
+    return {"built": built, "rows": rows, "max_tokens": max_tokens}
+
+
+def document_diff(db: Database, path: str, old: int, new: int) -> list[str]:
+    """A unified diff between two revisions of a document."""
+    before = db.docs.read_revision(path, old).splitlines(keepends=False)
+    after = db.docs.read_revision(path, new).splitlines(keepends=False)
+    return list(
+        difflib.unified_diff(before, after, f"{path}@{old}", f"{path}@{new}", lineterm="", n=3)
+    )

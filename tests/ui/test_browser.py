@@ -1,0 +1,160 @@
+"""The inspector in a real headless browser: Debian's Chromium driven by its chromedriver
+through selenium (no browser download). Every page of a demo memory is opened from a real
+`sqlmem ui` process; each must show its content, load its own CSS under the content
+security policy, and leave no error in the browser console. Screenshots are saved under
+the test's tmp dir; with SQLMEM_UI_SCREENSHOTS=docs the main ones are also copied to
+docs/assets/ui-*.png for the documentation."""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from test_hostile_content import _fill_hostile
+from ui_demo import SESSION, fill
+from ui_server import running_ui
+
+import sqlmem
+from sqlmem.embedders import WordLlamaEmbedder
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALL = (
+    "the browser test needs Debian's Chromium and its driver: "
+    "apt-get install -y chromium chromium-driver (CI's .ci/run installs them)"
+)
+
+#: (screenshot name, path, query, texts the page must show). Named ones go to the docs.
+PAGES: list[tuple[str, str, dict[str, Any], list[str]]] = [
+    ("overview", "/", {}, ["Overview", "messages archived"]),
+    ("sessions", "/sessions", {}, ["chat:alice", "Alice (Lisbon, vegetarian)"]),
+    ("session", "/session", {"id": SESSION}, ["archive boundary", "tool call", "weather"]),
+    ("window", "/window", {"id": SESSION, "max_tokens": 4000}, ["Context window", "Booked"]),
+    ("facts", "/facts", {}, ["The user is vegetarian.", "msg:chat:alice#1"]),
+    ("facts-filtered", "/facts", {"layer": "semantic", "tags": "profile"}, ["Lisbon"]),
+    ("documents", "/documents", {}, ["MEMORY.md", "notes/2026-11-27.md"]),
+    ("document", "/document", {"path": "MEMORY.md", "a": 1, "b": 3}, ["Diff 1 → 3", "Alfama"]),
+    ("search", "/search", {"q": "vegetarian food"}, ["BM25 leg", "Vector leg", "Fused"]),
+    ("pack", "/pack", {"q": "Any restaurant ideas for me?", "budget": 300}, ["Diagnostics"]),
+]
+DOCS_SHOTS = {"overview", "session", "facts", "document", "search", "pack"}
+
+
+def _binary(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} not found: {INSTALL}")
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    os.environ["SE_OFFLINE"] = "true"  # selenium must never fetch a browser or driver
+    options = webdriver.ChromeOptions()
+    options.binary_location = _binary("chromium")
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(_binary("chromedriver")))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ui-screenshots")
+
+
+def _demo_file(folder: Path) -> Path:
+    path = folder / "memory.db"
+    with sqlmem.open(path, embedder=WordLlamaEmbedder()) as db:
+        fill(db)
+        db.facts.embed_pending()
+    return path
+
+
+def _console_errors(driver: Any) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
+def _screenshot(driver: Any, target: Path) -> None:
+    """The whole page (up to 2,400 pixels tall), through the DevTools protocol."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    clip = {"x": 0, "y": 0, "width": 1280, "height": min(int(height), 2400), "scale": 1}
+    shot = driver.execute_cdp_cmd(
+        "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip}
+    )
+    target.write_bytes(base64.b64decode(shot["data"]))
+
+
+def test_every_page_in_a_real_browser(browser, shots, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    with running_ui(_demo_file(tmp_path), "--embedder", "wordllama") as url:
+        base = url.split("?")[0].rstrip("/")
+        browser.get(url)  # the token URL: the cookie is set, the token leaves the URL
+        assert "token=" not in browser.current_url
+        _console_errors(browser)  # start each page with an empty log
+        for name, path, query, texts in PAGES:
+            browser.get(base + path + (f"?{urlencode(query)}" if query else ""))
+            body = browser.find_element(By.TAG_NAME, "body").text
+            for text in texts:
+                assert text in body, f"{name}: {text!r} not shown"
+            header = browser.find_element(By.CSS_SELECTOR, "header.top")
+            assert header.value_of_css_property("background-color") == "rgba(36, 41, 47, 1)", (
+                f"{name}: the stylesheet did not load"
+            )
+            assert _console_errors(browser) == [], f"{name}: console errors"
+            _screenshot(browser, shots / f"ui-{name}.png")
+        # a link followed by the browser itself: a fact's reference to its message
+        browser.get(base + "/facts")
+        link = browser.find_element(By.CSS_SELECTOR, "a.ref[href^='/session']")
+        seq = link.text.rsplit("#", 1)[1]
+        link.click()
+        assert browser.find_element(By.CSS_SELECTOR, ".msg.target").text.startswith(f"#{seq} ")
+        assert _console_errors(browser) == []
+    assert all((shots / f"ui-{name}.png").stat().st_size > 10_000 for name, *_ in PAGES)
+    if os.environ.get("SQLMEM_UI_SCREENSHOTS") == "docs":
+        for name in DOCS_SHOTS:
+            shutil.copyfile(shots / f"ui-{name}.png", ROOT / "docs" / "assets" / f"ui-{name}.png")
+
+
+def test_hostile_memory_runs_no_script_in_the_browser(browser, tmp_path):
+    path = tmp_path / "hostile.db"
+    with sqlmem.open(path) as db:
+        fill(db)
+        fact_id = _fill_hostile(db)
+        db.facts.index(sqlmem.Fact(content='<img src=x onerror="window.pwned=1">'))
+        db.facts.index(sqlmem.Fact(content="<script>window.pwned=2</script>"))
+    with running_ui(path) as url:
+        base = url.split("?")[0].rstrip("/")
+        browser.get(url)
+        for path_query in ["/facts", f"/fact?id={fact_id}", "/sessions", "/search?q=img+script"]:
+            browser.get(base + path_query)
+            assert browser.execute_script("return window.pwned === undefined")
+            assert browser.execute_script("return document.images.length") == 0
+        _console_errors(browser)

@@ -1,0 +1,191 @@
+"""Every inspector page over the demo memory, on SQLite, in memory and on PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+import pytest
+from ui_demo import SESSION
+
+from sqlmem import Fact, Message
+
+
+def test_every_page_shows_the_memory(any_db, make_client):
+    client = make_client(any_db)
+    overview = client.get("/")
+    assert overview.status_code == 200
+    assert "messages archived" in overview.text and "facts" in overview.text
+
+    sessions = client.get("/sessions").text
+    assert "chat:alice" in sessions and "chat:bob-2" in sessions
+    assert "Alice (Lisbon, vegetarian) asked about weather." in sessions
+
+    session = client.get("/session", params={"id": SESSION}).text
+    assert "archive boundary" in session
+    assert "weather" in session and "call_1" in session  # the tool call and its reply
+    assert "Booked Ao 26 Vegan Food Project" in session
+    assert 'class="summary"' in session
+
+    window = client.get("/window", params={"id": SESSION, "max_tokens": 4000}).text
+    assert "Book me a table somewhere nice on Friday." in window
+    assert "tool call</span> <code" in window and "weather" in window  # #4's call
+
+    facts = client.get("/facts").text
+    for text in ("The user is vegetarian.", "The user lives in Lisbon.", "check the diet first"):
+        assert text in facts
+    booking = any_db.facts.search("Booked table", 1)[0]
+    assert booking.expires_at is not None
+    assert booking.expires_at.strftime("%Y-%m-%d %H:%M") in facts  # its expiry is shown
+
+    documents = client.get("/documents").text
+    assert "MEMORY.md" in documents and "notes/2026-11-27.md" in documents
+    document = client.get("/document", params={"path": "MEMORY.md"}).text
+    assert "Likes quiet restaurants." in document
+    assert document.count('name="a"') == 3  # every revision, the current one included
+
+    search = client.get("/search", params={"q": "vegetarian"}).text
+    assert "BM25 leg" in search and "Vector leg" in search and "Fused ranking" in search
+    assert "The user is vegetarian." in search
+    assert "Noted: vegetarian." in search  # the history leg
+
+    pack = client.get("/pack", params={"q": "vegetarian Lisbon", "budget": 500}).text
+    assert "The user is vegetarian." in pack and "<meter" in pack and "Diagnostics" in pack
+
+
+def test_fact_page_and_reference_links(demo_db, make_client):
+    client = make_client(demo_db)
+    fact = demo_db.facts.search("vegetarian", 1)[0]
+    page = client.get("/fact", params={"id": fact.id}).text
+    assert "The user is vegetarian." in page
+    assert f'href="/session?id={quote(SESSION)}&amp;at=1"' in page
+    assert 'href="/document?path=MEMORY.md&amp;rev=1"' in page
+    assert client.get("/fact", params={"id": "missing"}).status_code == 404
+    # following the links lands on the message and on the revision
+    target = client.get("/session", params={"id": SESSION, "at": 1}).text
+    assert 'class="msg user archived target" id="m1"' in target
+    revision = client.get("/document", params={"path": "MEMORY.md", "rev": 1}).text
+    assert "Revision 1" in revision and "Alfama" not in revision
+
+
+def test_document_diff_between_any_two_revisions(demo_db, make_client):
+    client = make_client(demo_db)
+    page = client.get("/document", params={"path": "MEMORY.md", "a": 1, "b": 3}).text
+    assert '<span class="t del" dir="auto">-- Alice lives in Lisbon.</span>' in page
+    assert '<span class="t add" dir="auto">+- Likes quiet restaurants.</span>' in page
+    backwards = client.get("/document", params={"path": "MEMORY.md", "a": 3, "b": 2}).text
+    assert '<span class="t del" dir="auto">-- Likes quiet restaurants.</span>' in backwards
+    same = client.get("/document", params={"path": "MEMORY.md", "a": 2, "b": 2}).text
+    assert "The two revisions are the same." in same
+    assert client.get("/document", params={"path": "MEMORY.md", "a": 9, "b": 1}).status_code == 404
+    assert client.get("/document", params={"path": "nope.md"}).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("params", "present", "absent"),
+    [
+        ({"layer": "episodic"}, ["Booked a table"], ["The user is vegetarian."]),
+        ({"kind": "howto"}, ["check the diet first"], ["The user lives in Lisbon."]),
+        ({"tags": "profile"}, ["vegetarian", "Lisbon"], ["Booked a table"]),
+        ({"tags": "diet, profile"}, ["vegetarian"], ["The user lives in Lisbon."]),
+        ({"category": "food"}, ["vegetarian", "diet first"], ["Lisbon."]),
+        ({"min_confidence": "0.85"}, ["vegetarian", "Lisbon"], ["Booked a table"]),
+    ],
+)
+def test_fact_filters(demo_db, make_client, params, present, absent):
+    page = make_client(demo_db).get("/facts", params=params).text
+    for text in present:
+        assert text in page
+    for text in absent:
+        assert text not in page
+
+
+def test_facts_are_paged_server_side(sqlite_db, make_client):
+    sqlite_db.facts.index_many(Fact(content=f"numbered fact {n:03d}") for n in range(120))
+    client = make_client(sqlite_db)
+    seen: list[str] = []
+    offset = 0
+    while True:
+        page = client.get("/facts", params={"offset": offset}).text
+        rows = re.findall(r"numbered fact (\d{3})", page)
+        assert len(rows) <= 50
+        seen += rows
+        following = re.search(r'href="/facts\?offset=(\d+)">Next', page)
+        if not following:
+            break
+        offset = int(following.group(1))
+    assert sorted(seen) == [f"{n:03d}" for n in range(120)]  # each fact once, none lost
+    assert "Previous" in client.get("/facts", params={"offset": 100}).text
+
+
+def test_sessions_are_paged(sqlite_db, make_client):
+    for n in range(75):
+        sqlite_db.history.append(f"s-{n:02d}", Message(role="user", content="hello"))
+    client = make_client(sqlite_db)
+    first = client.get("/sessions").text
+    second = client.get("/sessions", params={"offset": 50}).text
+    names = set(re.findall(r">(s-\d\d)<", first)) | set(re.findall(r">(s-\d\d)<", second))
+    assert len(re.findall(r">(s-\d\d)<", first)) == 50
+    assert names == {f"s-{n:02d}" for n in range(75)}
+
+
+def test_a_long_session_is_paged_by_seq(sqlite_db, make_client):
+    history = sqlite_db.history
+    history.append_many(
+        "long", [Message(role="user", content=f"line {n:03d}") for n in range(1, 131)]
+    )
+    history.compact("long", keep_last=20, summary="the first 110 lines")
+    client = make_client(sqlite_db)
+    page = client.get("/session", params={"id": "long"}).text
+    seen = re.findall(r"line (\d{3})", page)
+    assert seen == [f"{n:03d}" for n in range(81, 131)]  # the newest page
+    assert "archive boundary" in page
+    pages = [seen]
+    while (older := re.search(r"before=(\d+)\">← Older", page)) is not None:
+        page = client.get("/session", params={"id": "long", "before": older.group(1)}).text
+        pages.append(re.findall(r"line (\d{3})", page))
+    assert sorted(n for p in pages for n in p) == [f"{n:03d}" for n in range(1, 131)]
+    newer = re.search(r"start=(\d+)\">Newer", page)
+    assert newer is not None
+    forward = client.get("/session", params={"id": "long", "start": newer.group(1)}).text
+    assert re.findall(r"line (\d{3})", forward)[0] == f"{int(pages[-1][-1]) + 1:03d}"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/facts?offset=x",
+        "/facts?min_confidence=2",
+        "/facts?offset=-1",
+        "/session",
+        "/session?id=chat:alice&before=abc",
+        "/window",
+        "/pack?q=x&budget=0",
+    ],
+)
+def test_bad_parameters_get_a_plain_400(demo_db, make_client, url):
+    response = make_client(demo_db).get(url)
+    assert response.status_code == 400
+    assert "Traceback" not in response.text
+
+
+@pytest.mark.parametrize(
+    ("reference", "target"),
+    [
+        ("msg:chat:alice#12", {"kind": "message", "session": "chat:alice", "seq": 12}),
+        ("msg:a#b#3", {"kind": "message", "session": "a#b", "seq": 3}),
+        (
+            "doc:notes/2026-11-27.md@2",
+            {"kind": "document", "path": "notes/2026-11-27.md", "revision": 2},
+        ),
+        ("msg:chat#", None),
+        ("msg:#4", None),
+        ("doc:MEMORY.md", None),
+        ("javascript:alert(1)", None),
+        ("https://example.com/x", None),
+    ],
+)
+def test_references_that_link(reference, target):
+    from sqlmem.ui.queries import parse_reference
+
+    assert parse_reference(reference) == target
