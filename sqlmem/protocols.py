@@ -138,7 +138,13 @@ class FactStore(Protocol):
         as_of: datetime | None = None,
     ) -> list[Fact]: ...
 
-    def search_by_metadata(self, key: str, value: Any) -> builtins.list[Fact]: ...
+    def search_by_metadata(
+        self, key: str, value: Any, *, limit: int | None = None
+    ) -> builtins.list[Fact]:
+        """Facts whose metadata `key` equals `value`. Without `limit`, every match, oldest
+        first (the whole set: its size grows with the store); with `limit`, the newest
+        `limit` matches, newest first, read as one bounded page."""
+        ...
 
     def list(
         self,

@@ -411,8 +411,13 @@ class PostgresFactStore:
             lambda wanted: self.search(text, wanted, mode="any", **filter_args),
         )
 
-    def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
+    def search_by_metadata(self, key: str, value: Any, *, limit: int | None = None) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
+        if limit is not None:  # bounded: the newest `limit` matches, read as a page
+            limit = check_limit(limit, "limit")
+            if limit <= 0:
+                return []
+            return self._list(filters, NO_ITEM_FILTERS, limit=limit)
         return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)
 
     def _list(

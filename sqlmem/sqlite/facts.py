@@ -532,8 +532,13 @@ class SQLiteFactStore:
         compiler = self._query_compiler()
         return layered_candidates(self._engine, compiler, query, wants, min_confidence)
 
-    def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
+    def search_by_metadata(self, key: str, value: Any, *, limit: int | None = None) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
+        if limit is not None:  # bounded: the newest `limit` matches, read as a page
+            limit = check_limit(limit, "limit")
+            if limit <= 0:
+                return []
+            return self._list(filters, NO_ITEM_FILTERS, limit=limit)
         return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)
 
     def _list(
