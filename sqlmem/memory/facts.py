@@ -86,7 +86,7 @@ class _Doc:
     tokens: tuple[str, ...]
     counts: Counter[str]
     hits: int
-    #: Unit vector of the content under the store's embedder (SPEC 17), or None.
+    #: Unit vector of the content under the store's embedder, or None.
     vector: Any = None
     #: Its chain and link (`sqlmem.memory.chains`), as the SQLite row holds them.
     chain: str | None = None
@@ -574,9 +574,7 @@ class InMemoryFactStore:
 
     def _require_embedding(self, what: str) -> Embedding:
         if self._embedding is None:
-            raise InvalidArgumentError(
-                f"{what} needs an embedder: InMemoryFactStore(embedder=...) (SPEC 17)"
-            )
+            raise InvalidArgumentError(f"{what} needs an embedder: InMemoryFactStore(embedder=...)")
         return self._embedding
 
     def embed_pending(
