@@ -138,7 +138,13 @@ class FactStore(Protocol):
         as_of: datetime | None = None,
     ) -> list[Fact]: ...
 
-    def search_by_metadata(self, key: str, value: Any) -> builtins.list[Fact]: ...
+    def search_by_metadata(
+        self, key: str, value: Any, *, limit: int | None = None
+    ) -> builtins.list[Fact]:
+        """Facts whose metadata `key` equals `value`. Without `limit`, every match, oldest
+        first (the whole set: its size grows with the store); with `limit`, the newest
+        `limit` matches, newest first, read as one bounded page."""
+        ...
 
     def list(
         self,
@@ -161,7 +167,7 @@ class FactStore(Protocol):
 
     def categories(self) -> builtins.list[str]: ...
 
-    # 0.2 memory items (SPEC 12)
+    # 0.2 memory items
 
     def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str: ...
 
@@ -184,7 +190,7 @@ class FactStore(Protocol):
 
     def expire(self) -> int: ...
 
-    # 0.2 vectors (SPEC 17)
+    # 0.2 vectors
 
     def embed_pending(
         self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
@@ -193,7 +199,7 @@ class FactStore(Protocol):
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into vectors for semantic search (SPEC 17). sqlmem calls no model by
+    """Turns texts into vectors for semantic search. sqlmem calls no model by
     itself: the caller passes one (`sqlmem.embedders` has a real offline model and a
     deterministic fake).
 
@@ -225,7 +231,7 @@ class QueryEmbedder(Embedder, Protocol):
 @runtime_checkable
 class DocumentStore(Protocol):
     """Workspace Markdown files (MEMORY.md, PROFILE.md, daily notes ...) with revisions
-    and block-level search (SPEC 14)."""
+    and block-level search."""
 
     def write(
         self,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["docs/opening.md", "docs/async.md", "docs/facts-that-change.md"]
+PAGES = ["docs/opening.md", "docs/async.md", "docs/facts-that-change.md", "docs/scaling.md"]
 
 
 @pytest.mark.parametrize("page", PAGES)

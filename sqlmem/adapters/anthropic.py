@@ -74,7 +74,7 @@ class SqlmemMemoryTool:
     def run(self, command: Any) -> MemoryToolResult:
         """Run one command; a refusal is a result with `is_error`, never an exception."""
         try:
-            return MemoryToolResult(self.execute(command), False)
+            return MemoryToolResult(self.execute(command=command), False)
         except MemoryToolError as exc:
             return MemoryToolResult(str(exc), True)
 
@@ -176,7 +176,10 @@ class SqlmemMemoryTool:
                 f"[0, {len(lines)}]."
             )
         lines.insert(at, text.rstrip("\n"))
-        self._db.docs.write(self._doc(relative(path, file=True)), "\n".join(lines) + "\n")
+        joined = "\n".join(lines)  # one final newline, not a second after an empty last line
+        self._db.docs.write(
+            self._doc(relative(path, file=True)), joined if joined.endswith("\n") else joined + "\n"
+        )
         return f"The file {path} has been edited."
 
     def _delete(self, args: Mapping[str, Any]) -> str:

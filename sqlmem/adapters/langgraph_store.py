@@ -116,7 +116,7 @@ class SqlmemStore(BaseStore):
         return self._backend.storage.kv
 
     @functools.cached_property
-    def _search_sql(self) -> KVSearchPort:
+    def _kv_search(self) -> KVSearchPort:
         return self._backend.storage.kv_search
 
     @functools.cached_property
@@ -243,7 +243,7 @@ class SqlmemStore(BaseStore):
         given: Any = op.ttl  # NOT_PROVIDED (not in its type): the store's default
         ttl = self._default_ttl if given is NOT_PROVIDED else _ttl_ms(given)
         self._kv.set_many(ns, [(key, data)], ttl_ms=ttl)  # drops the old vectors
-        self._search_sql.put_vectors(ns, key, vectors)
+        self._kv_search.put_vectors(ns, key, vectors)
 
     def _search(self, op: SearchOp, query_vector: Any) -> list[SearchItem]:
         """Filters run before any ranking or paging: in SQL as far as they compile
@@ -257,18 +257,18 @@ class SqlmemStore(BaseStore):
         terms = self._compiler.terms(op.query) if lexical and op.query else ()
         vectors: list[tuple[str, str, bytes]] = []
         if index is not None:
-            found, vectors = self._search_sql.scan(prefix, sql_filter, index.dims)
+            found, vectors = self._kv_search.scan(prefix, sql_filter, index.dims)
         elif terms:  # BM25: every item under the prefix makes the statistics
             found, rest = self._kv.scan(prefix), dict(op.filter or {})
         elif not rest:
             simple = single_equality(op.filter)
             if simple is not None:
-                found = self._search_sql.page_equal(prefix, *simple, op.limit, op.offset)
+                found = self._kv_search.page_equal(prefix, *simple, op.limit, op.offset)
             else:
-                found = self._search_sql.page(prefix, sql_filter, op.limit, op.offset)
+                found = self._kv_search.page(prefix, sql_filter, op.limit, op.offset)
             return self._page(op, found, None, [(i, None) for i in range(len(found))])
         else:
-            found = self._search_sql.page(prefix, sql_filter, -1, 0)
+            found = self._kv_search.page(prefix, sql_filter, -1, 0)
         values = [_value(row[2]) for row in found] if rest or terms else None
         wanted = list(range(len(found)))
         if rest and values is not None:

@@ -86,7 +86,7 @@ class _Doc:
     tokens: tuple[str, ...]
     counts: Counter[str]
     hits: int
-    #: Unit vector of the content under the store's embedder (SPEC 17), or None.
+    #: Unit vector of the content under the store's embedder, or None.
     vector: Any = None
     #: Its chain and link (`sqlmem.memory.chains`), as the SQLite row holds them.
     chain: str | None = None
@@ -574,9 +574,7 @@ class InMemoryFactStore:
 
     def _require_embedding(self, what: str) -> Embedding:
         if self._embedding is None:
-            raise InvalidArgumentError(
-                f"{what} needs an embedder: InMemoryFactStore(embedder=...) (SPEC 17)"
-            )
+            raise InvalidArgumentError(f"{what} needs an embedder: InMemoryFactStore(embedder=...)")
         return self._embedding
 
     def embed_pending(
@@ -614,13 +612,20 @@ class InMemoryFactStore:
             now = now_ms()
             return sum(1 for d in self._docs.values() if d.vector is None and d.unexpired(now))
 
-    def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
+    def search_by_metadata(self, key: str, value: Any, *, limit: int | None = None) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
+        if limit is not None:  # bounded: the newest `limit` matches, like list()
+            limit = check_limit(limit, "limit")
+            if limit <= 0:
+                return []
         with self._lock:
             now = now_ms()
             found = [d for d in self._docs.values() if d.accepted_by(filters, NO_ITEM_FILTERS, now)]
-            found.sort(key=lambda d: (d.created_ms, d.pk))
-            return [d.fact() for d in found]
+            if limit is None:
+                found.sort(key=lambda d: (d.created_ms, d.pk))
+                return [d.fact() for d in found]
+            found.sort(key=lambda d: (d.created_ms, d.pk), reverse=True)
+            return [d.fact() for d in found[:limit]]
 
     def tags(self) -> dict[str, int]:
         with self._lock:

@@ -63,19 +63,17 @@ LIMIT %(limit)s"""
 _WRITES = """SELECT task_path, task_id, idx, channel, value_type, value FROM lg_writes
 WHERE agent_id = %(agent)s AND thread_id = %(thread)s AND checkpoint_ns = %(ns)s
   AND checkpoint_id = %(id)s"""
-_DELETE_THREAD = (
-    f"DELETE FROM lg_checkpoints WHERE {_KEY}",
-    f"DELETE FROM lg_writes WHERE {_KEY}",
-)
-_DELETE_RUNS = (
-    """DELETE FROM lg_writes AS w USING lg_checkpoints AS c
+_DELETE_THREAD_CHECKPOINTS = f"DELETE FROM lg_checkpoints WHERE {_KEY}"
+_DELETE_THREAD_WRITES = f"DELETE FROM lg_writes WHERE {_KEY}"
+_DELETE_RUNS_WRITES = """DELETE FROM lg_writes AS w USING lg_checkpoints AS c
     WHERE w.agent_id = %(agent)s AND c.agent_id = %(agent)s AND c.run_id = ANY(%(runs)s)
       AND w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
-      AND w.checkpoint_id = c.checkpoint_id""",
-    "DELETE FROM lg_checkpoints WHERE agent_id = %(agent)s AND run_id = ANY(%(runs)s)",
+      AND w.checkpoint_id = c.checkpoint_id"""
+_DELETE_RUNS_CHECKPOINTS = (
+    "DELETE FROM lg_checkpoints WHERE agent_id = %(agent)s AND run_id = ANY(%(runs)s)"
 )
-_COPY_THREAD = (
-    f"""INSERT INTO lg_checkpoints (agent_id, thread_id, checkpoint_ns, checkpoint_id,
+_COPY_THREAD_CHECKPOINTS = f"""INSERT INTO lg_checkpoints (agent_id, thread_id,
+        checkpoint_ns, checkpoint_id,
         parent_checkpoint_id, checkpoint_type, checkpoint, metadata_type, metadata, run_id)
     SELECT agent_id, %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id,
         checkpoint_type, checkpoint, metadata_type, metadata, run_id
@@ -84,27 +82,30 @@ _COPY_THREAD = (
         parent_checkpoint_id = excluded.parent_checkpoint_id,
         checkpoint_type = excluded.checkpoint_type, checkpoint = excluded.checkpoint,
         metadata_type = excluded.metadata_type, metadata = excluded.metadata,
-        run_id = excluded.run_id""",
-    f"""INSERT INTO lg_writes (agent_id, thread_id, checkpoint_ns, checkpoint_id, task_id,
+        run_id = excluded.run_id"""
+_COPY_THREAD_WRITES = f"""INSERT INTO lg_writes (agent_id, thread_id, checkpoint_ns,
+        checkpoint_id, task_id,
         idx, channel, value_type, value, task_path)
     SELECT agent_id, %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, channel,
         value_type, value, task_path
     FROM lg_writes WHERE {_KEY}
     ON CONFLICT (agent_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
     DO UPDATE SET channel = excluded.channel, value_type = excluded.value_type,
-        value = excluded.value, task_path = excluded.task_path""",
-)
+        value = excluded.value, task_path = excluded.task_path"""
 # keep_latest: every checkpoint but the newest of its (thread, namespace) goes, with its
 # writes; the newest keeps its own.
-_NEWEST = """(SELECT c.checkpoint_id FROM lg_checkpoints AS c
+_PRUNE_WRITES = """DELETE FROM lg_writes
+WHERE agent_id = %(agent)s AND thread_id = %(thread)s AND checkpoint_id < (
+    SELECT c.checkpoint_id FROM lg_checkpoints AS c
     WHERE c.agent_id = %(agent)s AND c.thread_id = %(thread)s
-      AND c.checkpoint_ns = {table}.checkpoint_ns
+      AND c.checkpoint_ns = lg_writes.checkpoint_ns
     ORDER BY c.checkpoint_id DESC LIMIT 1)"""
-_PRUNE_KEEP_LATEST = (
-    f"DELETE FROM lg_writes WHERE {_KEY} AND checkpoint_id < " + _NEWEST.format(table="lg_writes"),
-    f"DELETE FROM lg_checkpoints WHERE {_KEY} AND checkpoint_id < "
-    + _NEWEST.format(table="lg_checkpoints"),
-)
+_PRUNE_CHECKPOINTS = """DELETE FROM lg_checkpoints
+WHERE agent_id = %(agent)s AND thread_id = %(thread)s AND checkpoint_id < (
+    SELECT c.checkpoint_id FROM lg_checkpoints AS c
+    WHERE c.agent_id = %(agent)s AND c.thread_id = %(thread)s
+      AND c.checkpoint_ns = lg_checkpoints.checkpoint_ns
+    ORDER BY c.checkpoint_id DESC LIMIT 1)"""
 
 #: Checkpoints read per snapshot by `search`.
 SEARCH_PAGE = 100
@@ -183,8 +184,7 @@ class PostgresCheckpointStore:
             check_text(checkpoint_id, "checkpoint_id")
         args = self._key(thread_id, ns, checkpoint_id)
         with self._engine.snapshot() as conn:  # the checkpoint and its writes agree
-            statement = _GET_LATEST if checkpoint_id is None else _GET_ONE
-            row = conn.execute(statement, args).fetchone()
+            row = conn.execute(_GET_LATEST if checkpoint_id is None else _GET_ONE, args).fetchone()
             return None if row is None else self._row(conn, row)
 
     def search(
@@ -219,33 +219,36 @@ class PostgresCheckpointStore:
 
     def delete_thread(self, thread_id: str) -> None:
         check_text(thread_id, "thread_id")
-        self._run(_DELETE_THREAD, self._key(thread_id))
+        with self._engine.write() as conn:
+            conn.execute(_DELETE_THREAD_CHECKPOINTS, self._key(thread_id))
+            conn.execute(_DELETE_THREAD_WRITES, self._key(thread_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
         wanted = texts(run_ids, "run_ids")
         if wanted:
-            runs = [_b(run) for run in wanted]
-            self._run(_DELETE_RUNS, {"agent": self._engine.agent_id, "runs": runs})
+            args = {"agent": self._engine.agent_id, "runs": [_b(run) for run in wanted]}
+            with self._engine.write() as conn:
+                conn.execute(_DELETE_RUNS_WRITES, args)
+                conn.execute(_DELETE_RUNS_CHECKPOINTS, args)
 
     def copy_thread(self, source: str, target: str) -> None:
         check_text(source, "source_thread_id")
         check_text(target, "target_thread_id")
         if source != target:
-            self._run(_COPY_THREAD, {**self._key(source), "target": _b(target)})
+            args = {**self._key(source), "target": _b(target)}
+            with self._engine.write() as conn:
+                conn.execute(_COPY_THREAD_CHECKPOINTS, args)
+                conn.execute(_COPY_THREAD_WRITES, args)
 
     def prune(self, thread_ids: Sequence[str], strategy: str) -> None:
         wanted = texts(thread_ids, "thread_ids")
         check_strategy(strategy)
-        statements = _DELETE_THREAD if strategy == "delete" else _PRUNE_KEEP_LATEST
+        delete = strategy == "delete"
         with self._engine.write() as conn:
             for thread_id in wanted:
-                for statement in statements:
-                    conn.execute(statement, self._key(thread_id))
-
-    def _run(self, statements: tuple[str, ...], args: dict[str, Any]) -> None:
-        with self._engine.write() as conn:
-            for statement in statements:
-                conn.execute(statement, args)
+                args = self._key(thread_id)
+                conn.execute(_DELETE_THREAD_WRITES if delete else _PRUNE_WRITES, args)
+                conn.execute(_DELETE_THREAD_CHECKPOINTS if delete else _PRUNE_CHECKPOINTS, args)
 
     def _row(self, conn: Conn, row: Sequence[Any]) -> CheckpointRow:
         """The checkpoint of a row, with its pending writes read on `conn`."""

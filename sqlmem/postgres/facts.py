@@ -3,14 +3,14 @@
 Storage model (migrations/postgres/): `facts` keyed by (agent_id, id), with the tags twice
 (JSON text as given, `tag_set` for filters), the metadata twice (JSON text byte for byte,
 `meta` jsonb for filters, written by `codec.jsonb_text`), the tokens as a tsvector and their
-count, and the memory-item columns of SPEC 12 (0002); `corpus_stats` holds the agent's row
+count, and the memory-item columns (0002); `corpus_stats` holds the agent's row
 and token counts for BM25. Search and its limits: `sqlmem.postgres.ranking`. Same argument
 checks, filters and query words as the SQLite store and the twin (`sqlmem.rules.filters`,
 `sqlmem.rules.items`, `sqlmem.rules.metadata`, `sqlmem.search.query`). Expired facts are
 gone for every read (`facts_sql.LIVE`) and still count in the BM25 statistics until
 `expire()` deletes them, as in FTS5 and the twin.
 
-Vectors (SPEC 17, with an embedder): `sqlmem.postgres.vectors`, modes "vector" and
+Vectors: `sqlmem.postgres.vectors`, modes "vector" and
 "hybrid" as on SQLite. Mode "raw" (FTS5 syntax is SQLite's) raises InvalidArgumentError,
 as in the twin.
 """
@@ -69,7 +69,7 @@ class PostgresFactStore:
     """`FactStore` over one agent's rows of a PostgreSQL database; thread-safe."""
 
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
-        """`embedder` (SPEC 17): every fact written gets a vector of its content, and
+        """`embedder`: every fact written gets a vector of its content, and
         search offers modes "vector" and "hybrid"."""
         self._engine = engine
         self._agent = engine.agent_id
@@ -278,7 +278,7 @@ class PostgresFactStore:
     def _require_vectors(self, what: str) -> FactVectors:
         if self._vectors is None:
             raise InvalidArgumentError(
-                f"{what} needs an embedder: open the store with embedder=... (SPEC 17)"
+                f"{what} needs an embedder: open the store with embedder=..."
             )
         return self._vectors
 
@@ -395,7 +395,7 @@ class PostgresFactStore:
     def _semantic(
         self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
     ) -> list[Fact]:
-        """Modes "vector" and "hybrid" (SPEC 17), filters before ranking in both legs."""
+        """Modes "vector" and "hybrid", filters before ranking in both legs."""
         from ..rules.hybrid import check_semantic, semantic_search  # numpy: only with vectors
 
         text, limit, filters, item_filters = check_semantic(query, top_k, mode, filter_args)
@@ -411,8 +411,13 @@ class PostgresFactStore:
             lambda wanted: self.search(text, wanted, mode="any", **filter_args),
         )
 
-    def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
+    def search_by_metadata(self, key: str, value: Any, *, limit: int | None = None) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
+        if limit is not None:  # bounded: the newest `limit` matches, read as a page
+            limit = check_limit(limit, "limit")
+            if limit <= 0:
+                return []
+            return self._list(filters, NO_ITEM_FILTERS, limit=limit)
         return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)
 
     def _list(

@@ -47,11 +47,15 @@ _UNDER = """agent_id = %(agent)s
 _SCAN = f"""SELECT {_ROW_COLUMNS} FROM kv WHERE {_UNDER} AND {_LIVE}
 ORDER BY updated_at DESC, write_seq DESC LIMIT %(limit)s OFFSET %(offset)s"""
 _NAMESPACES = f"SELECT DISTINCT namespace FROM kv WHERE {_UNDER} AND {_LIVE} ORDER BY namespace"
-_VECTORS = f"""SELECT kv.namespace, kv.key, v.vector FROM kv
+_VECTORS = """SELECT kv.namespace, kv.key, v.vector FROM kv
 JOIN kv_vectors AS v ON v.agent_id = kv.agent_id AND v.ns_hash = kv.ns_hash
     AND v.key_hash = kv.key_hash
-WHERE {_UNDER.replace("agent_id", "kv.agent_id")} AND v.dims = %(dims)s
-  AND (kv.expires_at IS NULL OR kv.expires_at > %(now)s)"""
+WHERE kv.agent_id = %(agent)s
+  AND substring(kv.namespace FROM 1 FOR 1024) >= substring(%(lo)s FROM 1 FOR 1024)
+  AND (%(hi)s::bytea IS NULL
+      OR substring(kv.namespace FROM 1 FOR 1024) <= substring(%(hi)s::bytea FROM 1 FOR 1024))
+  AND kv.namespace >= %(lo)s AND (%(hi)s::bytea IS NULL OR kv.namespace < %(hi)s::bytea)
+  AND v.dims = %(dims)s AND (kv.expires_at IS NULL OR kv.expires_at > %(now)s)"""
 _UPSERT = """INSERT INTO kv (agent_id, ns_hash, key_hash, namespace, key, value, created_at,
     updated_at, ttl_ms, expires_at)
 VALUES (%(agent)s, %(nsh)s, %(kh)s, %(ns)s, %(key)s, %(value)s, %(now)s, %(now)s,
@@ -168,18 +172,24 @@ class PostgresKeyValueStore:
                 cursor.executemany(_UPSERT, rows)
 
     def delete_many(self, namespace: str, keys: Sequence[str]) -> None:
-        self._keyed(_DELETE, namespace, keys)
+        args = self._keyed_args(namespace, keys)
+        if args is not None:
+            with self._engine.write_one() as conn:
+                conn.execute(_DELETE, args)
 
     def refresh(self, namespace: str, keys: Sequence[str]) -> None:
-        self._keyed(_REFRESH, namespace, keys)
+        args = self._keyed_args(namespace, keys)
+        if args is not None:
+            with self._engine.write_one() as conn:
+                conn.execute(_REFRESH, args)
 
-    def _keyed(self, statement: str, namespace: str, keys: Sequence[str]) -> None:
+    def _keyed_args(self, namespace: str, keys: Sequence[str]) -> dict[str, Any] | None:
+        """The arguments of a statement on some keys (None: no key, nothing to do)."""
         check_namespace(namespace)
         wanted = checked_keys(keys)
-        if wanted:
-            args = self._args(nsh=_hash(namespace), khs=[_hash(k) for k in wanted])
-            with self._engine.write_one() as conn:
-                conn.execute(statement, args)
+        if not wanted:
+            return None
+        return self._args(nsh=_hash(namespace), khs=[_hash(k) for k in wanted])
 
     def keys(self, namespace: str, prefix: str = "") -> Iterator[str]:
         check_namespace(namespace)

@@ -49,7 +49,7 @@ query of more words is refused with `InvalidQueryError`, FTS5 syntax not being s
 trimmable.
 
 Reads use a pooled reader connection, writes one short `BEGIN IMMEDIATE` transaction
-through the engine's writer. Memory items (SPEC 12): remember and promotion in
+through the engine's writer. Memory items: remember and promotion in
 `sqlmem.sqlite.items`; every read skips expired facts (`facts_sql.LIVE`).
 """
 
@@ -125,7 +125,7 @@ class SQLiteFactStore:
     """`FactStore` over one database file. Thread-safe (the engine serialises writes)."""
 
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
-        """`embedder` (SPEC 17): every fact written gets a vector of its content, and
+        """`embedder`: every fact written gets a vector of its content, and
         search offers modes "vector" and "hybrid"."""
         self._engine = engine
         self._any = AnyShortcut(sql.ANY)
@@ -305,7 +305,7 @@ class SQLiteFactStore:
     def _require_vectors(self, what: str) -> FactVectors:
         if self._vectors is None:
             raise InvalidArgumentError(
-                f"{what} needs an embedder: open the store with embedder=... (SPEC 17)"
+                f"{what} needs an embedder: open the store with embedder=..."
             )
         return self._vectors
 
@@ -476,7 +476,7 @@ class SQLiteFactStore:
     def _semantic(
         self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
     ) -> list[Fact]:
-        """Modes "vector" and "hybrid" (SPEC 17), filters before ranking in both legs.
+        """Modes "vector" and "hybrid", filters before ranking in both legs.
         Hybrid reads both legs in one snapshot, as ids (and their rows as the BM25 leg
         returns them), and builds facts for the fused top_k only (`vectors_hybrid`)."""
         from ..rules.hybrid import check_semantic  # numpy: only with vectors
@@ -511,7 +511,7 @@ class SQLiteFactStore:
     def layered_search(
         self, query: str, wants: Mapping[str, int], *, min_confidence: float = 0.0
     ) -> dict[str, list[Any]]:
-        """A memory pack's lexical candidates (SPEC 13) in one ranked statement: per layer
+        """A memory pack's lexical candidates in one ranked statement: per layer
         of `wants`, its best `wants[layer]` live facts for `query` in mode "any" with
         `confidence >= min_confidence` (the newest by updated_at with a blank query), as
         stored-fact rows for `rules.rows.facts_from_rows(rows, ranked=True)`, best first.
@@ -532,8 +532,13 @@ class SQLiteFactStore:
         compiler = self._query_compiler()
         return layered_candidates(self._engine, compiler, query, wants, min_confidence)
 
-    def search_by_metadata(self, key: str, value: Any) -> list[Fact]:
+    def search_by_metadata(self, key: str, value: Any, *, limit: int | None = None) -> list[Fact]:
         filters = metadata_equal_filter(key, value)
+        if limit is not None:  # bounded: the newest `limit` matches, read as a page
+            limit = check_limit(limit, "limit")
+            if limit <= 0:
+                return []
+            return self._list(filters, NO_ITEM_FILTERS, limit=limit)
         return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)
 
     def _list(

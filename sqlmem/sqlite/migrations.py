@@ -12,6 +12,7 @@ a file newer than this code is refused before anything is written (`SchemaTooNew
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 import apsw
@@ -58,8 +59,10 @@ _INSERT_APPLIED = (
 )
 
 
+@cache
 def migrations_dir() -> Path:
-    """The migrations shipped in the wheel, else the checkout's top-level folder."""
+    """The migrations shipped in the wheel, else the checkout's top-level folder (looked
+    up once: every open asks, and resolving the path costs a few system calls)."""
     return find_folder(Path(__file__).resolve().parent.parent)
 
 

@@ -309,3 +309,13 @@ def test_files_agree_with_the_sdks_reference_tool(
     }
     assert documents == files
     db.close()
+
+
+def test_inserting_an_empty_line_into_a_blank_file_matches_the_reference() -> None:
+    """Regression (found by the agreement test): an empty line inserted at 0 into a file
+    holding one newline gave two newlines; the SDK's reference tool keeps one."""
+    db = sqlmem.memory.open()
+    tool = SqlmemMemoryTool(db)
+    assert not tool.run(create("/memories/a.md", "\n")).is_error
+    assert not tool.run(insert("/memories/a.md", 0, "")).is_error
+    assert db.docs.read("memories/a.md").content == "\n"

@@ -403,6 +403,25 @@ def test_search_by_metadata(filtered: FactStore) -> None:
     assert ids(s.search_by_metadata("nested", {"k": [1, 2], "j": None})) == ["weak-meta"]
 
 
+def test_search_by_metadata_with_a_limit_is_newest_first_and_bounded(
+    filtered: FactStore,
+) -> None:
+    s = filtered
+    assert ids(s.search_by_metadata("flag", 1, limit=3)) == ["strong29", "strong28", "strong27"]
+    assert ids(s.search_by_metadata("flag", 1, limit=1000)) == [
+        f"strong{i}" for i in reversed(range(30))
+    ]
+    assert ids(s.search_by_metadata("flag", True, limit=5)) == ["weak-src"]
+    assert s.search_by_metadata("flag", 1, limit=0) == []
+    assert s.search_by_metadata("flag", 1, limit=-4) == []
+    assert s.search_by_metadata("flag", False, limit=10) == []
+    # Without a limit: every match, oldest first, as before.
+    assert ids(s.search_by_metadata("flag", 1, limit=None)) == [f"strong{i}" for i in range(30)]
+    for bad in (True, 2.5, "3"):
+        with pytest.raises(InvalidArgumentError):
+            s.search_by_metadata("flag", 1, limit=bad)  # type: ignore[arg-type]
+
+
 def test_list(filtered: FactStore) -> None:
     s = filtered
     newest = ids(s.list(limit=3))
