@@ -55,7 +55,7 @@ from ..rules.items import (
     merge_item,
     promotion,
 )
-from ..rules.resolve import Resolver, check_history_args, resolve_supersession
+from ..rules.resolve import Resolver, check_history_args, no_such_fact, resolve_supersession
 from ..rules.rows import build_fact
 from ..search.bm25 import occurrences, scores
 from ..search.embedding import Embedding
@@ -324,6 +324,8 @@ class InMemoryFactStore:
     def history(self, *, key: str | None = None, id: str | None = None) -> list[Fact]:
         """As the SQLite store's: a chain, oldest first."""
         chain_key = check_history_args(key, id)
+        if no_such_fact(id):
+            return []
         with self._lock:
             now = now_ms()
             if chain_key is not None:

@@ -45,7 +45,7 @@ from ..rules.items import (
     make_item_filters,
     promotion,
 )
-from ..rules.resolve import Resolver, check_history_args, resolve_supersession
+from ..rules.resolve import Resolver, check_history_args, no_such_fact, resolve_supersession
 from ..rules.rows import facts_from_rows
 from ..search.query import MAX_QUERY_TERMS, compiler_for
 from . import chains, items
@@ -199,6 +199,8 @@ class PostgresFactStore:
     def history(self, *, key: str | None = None, id: str | None = None) -> list[Fact]:
         """A chain, oldest first (as on SQLite)."""
         chain_key = check_history_args(key, id)
+        if no_such_fact(id):
+            return []
         params: dict[str, Any] = {"agent": self._agent, "now": now_ms()}
         with self._engine.snapshot() as conn:
             if chain_key is not None:

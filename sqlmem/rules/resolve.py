@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ..errors import InvalidArgumentError
 from .chains import check_key
+from .filters import is_fact_id
 
 if TYPE_CHECKING:
     from ..protocols import FactStore
@@ -63,3 +64,9 @@ def check_history_args(key: object, fact_id: object) -> str | None:
     if not isinstance(fact_id, str):
         raise InvalidArgumentError(f"fact ids are strings, got {type(fact_id).__name__}")
     return None
+
+
+def no_such_fact(fact_id: str | None) -> bool:
+    """True for an id no fact can have (a lone surrogate, too long): `history(id=...)` is
+    then [] at once, where a driver would fail to encode it."""
+    return fact_id is not None and not is_fact_id(fact_id)

@@ -87,7 +87,7 @@ from ..rules.items import (
     make_item_filters,
     promotion,
 )
-from ..rules.resolve import Resolver, check_history_args, resolve_supersession
+from ..rules.resolve import Resolver, check_history_args, no_such_fact, resolve_supersession
 from ..rules.rows import facts_from_rows
 from ..search.query import (
     MAX_QUERY_TERMS,
@@ -271,6 +271,8 @@ class SQLiteFactStore:
         """A chain, oldest first: the facts of `key` (every layer), or the chain of the
         fact `id` (just that fact when it is in none; [] when unknown)."""
         chain_key = check_history_args(key, id)
+        if no_such_fact(id):
+            return []
         now = now_ms()
         with self._engine.read() as conn:
             if chain_key is not None:
