@@ -1,4 +1,4 @@
-"""sqlmem on PostgreSQL (SPEC 19): the same stores for agents shared by many servers.
+"""sqlmem on PostgreSQL: the same stores for agents shared by many servers.
 
     import sqlmem.postgres
     with sqlmem.postgres.open("postgresql://app@db/sqlmem", "support-bot") as db:
@@ -90,7 +90,7 @@ class PostgresBackend:
         return PostgresDB(self._pools, agent_id, config, owns_pools=False, embedder=self._embedder)
 
     def open_scope(self, scope_id: str, config: StoreConfig | None = None) -> PostgresDB:
-        """A scope's database (SPEC 8: memory several agents share), for
+        """A scope's database (memory several agents share), for
         `MemoryFactory.resolve_scope`. Its rows are keyed `scope:{scope_id}`, which no
         agent id can be (':' is not allowed in one): an agent and a scope of the same
         name never see each other's rows."""
@@ -175,7 +175,7 @@ class PostgresDB:
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
-        """SPEC 20: every write this thread makes through this database's stores inside
+        """Every write this thread makes through this database's stores inside
         the block commits together when it ends, or not at all when it raises (the
         exception propagates). Nested blocks are savepoints; reads inside see the block's
         writes.

@@ -243,7 +243,7 @@ def import_stream(
         _write_batch(db, rows, counts, undated)
 
     write_in_batches(stream, write, progress, BATCH_SIZE)
-    if db.facts.embedder is not None:  # facts the file brought without vectors (SPEC 17)
+    if db.facts.embedder is not None:  # facts the file brought without vectors
         db.facts.embed_pending()
     if db.history.embedder is not None:  # and messages
         db.history.embed_pending()

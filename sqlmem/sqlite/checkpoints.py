@@ -1,4 +1,4 @@
-"""LangGraph's checkpoints and pending writes in the agent's memory file (SPEC 18).
+"""LangGraph's checkpoints and pending writes in the agent's memory file.
 
 Storage model (migrations/0008_checkpoints.sql): `lg_checkpoints` keyed (thread_id,
 checkpoint_ns, checkpoint_id), `lg_writes` keyed (thread_id, checkpoint_ns, checkpoint_id,

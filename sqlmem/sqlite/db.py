@@ -103,7 +103,7 @@ class MemoryDB:
         )
         self.history = SQLiteHistoryStore(self._engine, embedder)
         self.facts = SQLiteFactStore(self._engine, embedder)
-        #: The workspace documents (SPEC 14): MEMORY.md, PROFILE.md, daily notes ...
+        #: The workspace documents: MEMORY.md, PROFILE.md, daily notes ...
         self.docs = SQLiteDocumentStore(self._engine)
         #: One-run-at-a-time and cooldown state shared by every process on the file (the
         #: workspace extractor's gate).

@@ -1,4 +1,4 @@
-"""A key-value store in the agent's memory file, for the frameworks' stores (SPEC 18).
+"""A key-value store in the agent's memory file, for the frameworks' stores.
 
 Storage model (migrations/0007_kv.sql): `kv(namespace, key, value BLOB, created_at,
 updated_at, expires_at)`, keyed (namespace, key). Namespaces and keys are any text UTF-8

@@ -1,5 +1,5 @@
-"""Searching key-value items, for the LangGraph store (SPEC 18): filtered pages, and item
-vectors for its `index` (SPEC 17).
+"""Searching key-value items, for the LangGraph store: filtered pages, and item
+vectors for its `index`.
 
 Vectors (migrations/NNNN_kv_vectors.sql): `kv_vectors(namespace, key, field, dims,
 vector)`, one float32 unit-length row per embedded field of an item. The table's triggers

@@ -221,7 +221,6 @@ def test_citation_pattern_catches_each_kind() -> None:
         assert not _CITATION.search(text), text
 
 
-@pytest.mark.xfail(strict=True, reason="the lead finishes the remaining files")
 def test_code_cites_no_document_users_lack() -> None:
     """Comments, docstrings and messages say why in this repository's own terms, not by
     pointing at a document or a project the reader does not have."""
