@@ -335,7 +335,7 @@ class _SameSchemaUpserts:
         now = _now()
         return (r.id, r.content, r.source, r.category, r.tags, r.metadata, now, now,
                 r.search_text, r.layer, r.kind, r.confidence, r.salience, r.refs,
-                r.expires_ms, r.fingerprint, 1)  # fmt: skip
+                r.expires_ms, r.fingerprint, 1, r.key, r.valid_from_ms)  # fmt: skip
 
     def upsert(self, rows: list[tuple[Any, ...]]) -> None:
         params: list[Any] = []

@@ -58,7 +58,7 @@ class RawRemember:
             _INSERT,
             (
                 *(f.id, f.content, "", f.category, tags, "{}", now, now, segment(f.content)),
-                *("semantic", "", 1.0, 0.5, "[]", None, fp, 1),
+                *("semantic", "", 1.0, 0.5, "[]", None, fp, 1, "", None),
             ),
         )
 
@@ -79,7 +79,7 @@ class RawRemember:
             facts_sql.REMEMBER_FIND, {"fingerprint": fp, "layer": "semantic", "now": now}
         ).fetchall()
         if found:
-            pk, _, tags, refs, meta, conf, sal, exp = found[0]
+            pk, _, tags, refs, meta, conf, sal, exp, _key = found[0]
             have = json.loads(tags)
             if f.tag not in have:
                 tags = json.dumps([*have, f.tag])
