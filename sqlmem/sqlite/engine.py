@@ -35,6 +35,7 @@ connections of its own, and the parent's reopen on their next use.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -183,7 +184,10 @@ class Engine:
                 for hook in () if read_only else self._hooks:
                     hook(writer, self.config)
         except BaseException:
-            conn.close()
+            # The open's own error is what the caller must see: a close that fails too
+            # (an I/O error rolling back) is forced and not reported over it.
+            with contextlib.suppress(apsw.Error):
+                conn.close(True)
             raise
         self._writer = writer
         self._readers = ReaderPool(self._connect_reader, self.path)

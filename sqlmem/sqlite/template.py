@@ -28,6 +28,7 @@ from pathlib import Path
 import apsw
 
 from ..config import StoreConfig
+from ..errors import SqlmemError
 from ..rules.encoding import now_ms
 from .connection import FILE_MODE, connect, ensure_folder, remove_folders
 from .migrations import Migration, apply_migrations, load_migrations
@@ -56,9 +57,15 @@ def create_from_template(path: Path, config: StoreConfig) -> bool:
     False means "open it the ordinary way": the file already exists (another process or
     thread was first), or this filesystem cannot do the atomic no-replace link.
     """
-    if path.exists():
+    try:
+        if path.exists() or not path.parent.is_dir():
+            # A file to open, or folders to make: the ordinary path does both, and reports
+            # what the system refuses (a name too long, a folder it may not search) with
+            # the errors sqlmem promises, leaving nothing behind.
+            return False
+        image = _template(config)
+    except (OSError, apsw.Error, SqlmemError):  # the ordinary path meets it again, and says so
         return False
-    image = _template(config)
     created = ensure_folder(path.parent)
     try:
         fd, scratch = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
