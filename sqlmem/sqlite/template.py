@@ -57,16 +57,16 @@ def create_from_template(path: Path, config: StoreConfig) -> bool:
     False means "open it the ordinary way": the file already exists (another process or
     thread was first), or this filesystem cannot do the atomic no-replace link.
     """
+    # Whatever the system refuses here (a name too long, a folder it may not search, a
+    # fault while the template is built) the ordinary path meets again and reports with
+    # the errors sqlmem promises, leaving nothing behind: so here it only means "no copy".
     try:
-        if path.exists() or not path.parent.is_dir():
-            # A file to open, or folders to make: the ordinary path does both, and reports
-            # what the system refuses (a name too long, a folder it may not search) with
-            # the errors sqlmem promises, leaving nothing behind.
+        if path.exists():
             return False
         image = _template(config)
-    except (OSError, apsw.Error, SqlmemError):  # the ordinary path meets it again, and says so
+        created = ensure_folder(path.parent)  # removes what it made when it fails
+    except (OSError, apsw.Error, SqlmemError):
         return False
-    created = ensure_folder(path.parent)
     try:
         fd, scratch = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=path.parent)
     except OSError:  # the ordinary path reports it (and removes the folders it made)
