@@ -61,7 +61,6 @@ from .fts_any import vocabulary_table
 from .fts_names import DOCUMENTS_FTS, FACTS_FTS, MESSAGES_FTS
 from .migrations import apply_migrations, read_fts_tokenizer, refuse_foreign_files
 from .readonly import make_read_only, require_latest_schema, wal_has_frames
-from .template import create_from_template, stamp_applied_at
 from .writer import ReaderPool, Writer
 
 #: Created in every reader connection's temp schema before it turns query_only (and in the
@@ -151,7 +150,6 @@ class Engine:
         read_only = self.read_only
         if read_only:  # before any connection: its first read may recover a WAL
             self._keep_wal = wal_has_frames(self.path)
-        made = create and create_from_template(self.path, self.config)
         conn = connect(self.path, self.config, create=create, read_only=read_only)
         try:
             if read_only:
@@ -169,9 +167,6 @@ class Engine:
                 require_latest_schema(conn, self.path)
             else:
                 apply_migrations(conn, self.path, self.config.tokenizer)
-                if made:
-                    with translate_errors(str(self.path)):
-                        stamp_applied_at(conn)
                 # A thread inside a write transaction reads on this connection
                 # (Writer.held_by_me), mode "any" included.
                 with translate_errors(str(self.path)):
