@@ -7,7 +7,8 @@ server. The target says where the memory lives:
   needed (what `sqlmem.open` always did);
 - `":memory:"`: the in-memory database (the twins, nothing written anywhere);
 - a `postgresql://` or `postgres://` URL with `agent_id`: that agent's rows of the shared
-  PostgreSQL database (needs the `postgres` extra).
+  PostgreSQL database (needs the `postgres` extra); a libpq keyword string
+  (`"host=db port=5432 dbname=memory"`) names one too, as it does for psycopg.
 
 Every result is a `sqlmem.protocols.Database`. `agent_id` is what names an agent on a
 shared server; a file or the in-memory database holds one agent, so there the id is only
@@ -18,6 +19,7 @@ refused: WAL needs a plain file.
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Literal, overload
 
 from .agent_ids import validate_agent_id
@@ -36,11 +38,38 @@ MEMORY_TARGET = ":memory:"
 
 _URL_SCHEMES = ("postgresql://", "postgres://")
 
+#: libpq's connection keywords: a target made only of `keyword=value` words using them is a
+#: connection string, not a file name (a file called "host=db port=5432" would otherwise be
+#: created beside the program, with the agent's memory in it instead of on the server).
+_CONNINFO_KEYWORDS = frozenset(
+    "host hostaddr port dbname user password passfile channel_binding connect_timeout "
+    "client_encoding options application_name fallback_application_name keepalives "
+    "keepalives_idle keepalives_interval keepalives_count tcp_user_timeout replication "
+    "gssencmode sslmode requiressl sslcompression sslcert sslkey sslpassword sslcertmode "
+    "sslrootcert sslcrl sslcrldir sslsni requirepeer ssl_min_protocol_version "
+    "ssl_max_protocol_version krbsrvname gsslib gssdelegation service target_session_attrs "
+    "load_balance_hosts".split()
+)
+_CONNINFO_WORD = re.compile(r"\s*([a-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
+
 
 def is_postgres_url(target: object) -> bool:
     """Whether `target` names a PostgreSQL database (a `postgresql://` or `postgres://`
-    URL, the scheme in any case)."""
-    return isinstance(target, str) and target[:13].lower().startswith(_URL_SCHEMES)
+    URL, the scheme in any case, or a libpq keyword string such as "host=db dbname=m")."""
+    if not isinstance(target, str):
+        return False
+    return target[:13].lower().startswith(_URL_SCHEMES) or _is_conninfo(target)
+
+
+def _is_conninfo(target: str) -> bool:
+    """Whether every word of `target` is `keyword=value` with a libpq keyword."""
+    position, found = 0, False
+    while position < len(target):
+        word = _CONNINFO_WORD.match(target, position)
+        if word is None or word.group(1) not in _CONNINFO_KEYWORDS:
+            return target[position:].strip() == "" and found
+        found, position = True, word.end()
+    return found
 
 
 @overload
@@ -103,8 +132,8 @@ def open(
         assert isinstance(target, str)
         if agent_id is None:
             raise InvalidArgumentError(
-                "agent_id is required with a PostgreSQL URL: one database holds every "
-                "agent's rows (sqlmem.open(url, agent_id='my-agent'))"
+                "agent_id is required with a PostgreSQL URL or connection string: one "
+                "database holds every agent's rows (sqlmem.open(url, agent_id='my-agent'))"
             )
         return _open_postgres(target, agent_id, config, embedder)
     if isinstance(target, str) and target == MEMORY_TARGET:

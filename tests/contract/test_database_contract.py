@@ -124,6 +124,35 @@ def test_a_postgres_url_needs_an_agent_id() -> None:
         sqlmem.open("postgres://nobody@localhost/none")
 
 
+def test_a_libpq_keyword_string_opens_postgres(pg_dsn: str) -> None:
+    """psycopg's other way of naming a server ("host=... port=... dbname=...") opens the
+    server too; it once created a SQLite file of that name beside the program."""
+    assert "://" not in pg_dsn  # the test server's DSN is a keyword string
+    with sqlmem.open(pg_dsn, agent_id="keyword-dsn") as db:
+        assert type(db).__module__.startswith("sqlmem.postgres")
+        db.history.append("s", Message(role="user", content="on the server"))
+    with sqlmem.open(pg_dsn, agent_id="keyword-dsn") as db:
+        assert [m.content for m in db.history.get_recent("s", 5)] == ["on the server"]
+
+
+def test_a_libpq_keyword_string_without_agent_id_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="agent_id"):
+        sqlmem.open("host=localhost port=5432 dbname=memory")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_name_with_an_equals_sign_is_still_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with sqlmem.open("run=1.db", agent_id="bot") as db:
+        assert isinstance(db, sqlmem.MemoryDB)
+    assert (tmp_path / "run=1.db").exists()
+
+
 def test_other_sqlite_uris_stay_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError):
         sqlmem.open(f"file:{tmp_path}/x.db?mode=rwc")
