@@ -42,13 +42,48 @@ _URL_SCHEMES = ("postgresql://", "postgres://")
 #: connection string, not a file name (a file called "host=db port=5432" would otherwise be
 #: created beside the program, with the agent's memory in it instead of on the server).
 _CONNINFO_KEYWORDS = frozenset(
-    "host hostaddr port dbname user password passfile channel_binding connect_timeout "
-    "client_encoding options application_name fallback_application_name keepalives "
-    "keepalives_idle keepalives_interval keepalives_count tcp_user_timeout replication "
-    "gssencmode sslmode requiressl sslcompression sslcert sslkey sslpassword sslcertmode "
-    "sslrootcert sslcrl sslcrldir sslsni requirepeer ssl_min_protocol_version "
-    "ssl_max_protocol_version krbsrvname gsslib gssdelegation service target_session_attrs "
-    "load_balance_hosts".split()
+    [
+        "host",
+        "hostaddr",
+        "port",
+        "dbname",
+        "user",
+        "password",
+        "passfile",
+        "channel_binding",
+        "connect_timeout",
+        "client_encoding",
+        "options",
+        "application_name",
+        "fallback_application_name",
+        "keepalives",
+        "keepalives_idle",
+        "keepalives_interval",
+        "keepalives_count",
+        "tcp_user_timeout",
+        "replication",
+        "gssencmode",
+        "sslmode",
+        "requiressl",
+        "sslcompression",
+        "sslcert",
+        "sslkey",
+        "sslpassword",
+        "sslcertmode",
+        "sslrootcert",
+        "sslcrl",
+        "sslcrldir",
+        "sslsni",
+        "requirepeer",
+        "ssl_min_protocol_version",
+        "ssl_max_protocol_version",
+        "krbsrvname",
+        "gsslib",
+        "gssdelegation",
+        "service",
+        "target_session_attrs",
+        "load_balance_hosts",
+    ]
 )
 _CONNINFO_WORD = re.compile(r"\s*([a-z_]+)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
 
