@@ -14,9 +14,12 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_python_example_runs(
-    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    index: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
-    """Twice, as a user pasting it again would: the examples make their own folders."""
+    """Twice, as a user pasting it again would: the examples make their own folders. The
+    PostgreSQL example runs against the tests' throwaway server."""
+    if "SQLMEM_POSTGRES_URL" in BLOCKS[index]:
+        monkeypatch.setenv("SQLMEM_POSTGRES_URL", request.getfixturevalue("pg_dsn"))
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
 
