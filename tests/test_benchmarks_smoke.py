@@ -29,11 +29,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(tmp_path: Path, *args: str) -> dict:
+    """The timeout only catches a hang: a loaded 2-core machine takes minutes, an idle one
+    well under one."""
     out = tmp_path / "results"
     subprocess.run(
         [sys.executable, "-m", "benchmarks", "--smoke", "--quiet", "--out", str(out),
          "--tmp", str(tmp_path), *args],
-        cwd=ROOT, check=True, timeout=120, capture_output=True,
+        cwd=ROOT, check=True, timeout=900, capture_output=True,
     )  # fmt: skip
     assert (out / "results.md").read_text(encoding="utf-8").startswith("# sqlmem benchmarks")
     return json.loads((out / "results.json").read_text(encoding="utf-8"))
