@@ -15,48 +15,77 @@ shows `stats()`, whose counts scan the facts and messages, so it is the overview
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import sqlmem
 from sqlmem import Message
 
-from .context import Context
+from .context import Context, Sizes
+from .data import Corpus
 from .fact_workloads import _fact
 from .harness import Row, latency_interleaved, percentile
 
-__all__ = ["u1_inspector_pages"]
+__all__ = ["build_inspector_file", "u1_inspector_pages"]
 
 TARGET_MS = 100.0
 STATS_ALONE = "db.stats() alone"
 LAYERS = ("semantic", "episodic", "procedural")
+#: A path for the file: built there once and reused while its counts match the sizes
+#: (profiling the pages again and again without building 200,000 rows each time).
+REUSE_FILE = "SQLMEM_BENCH_UI_FILE"
+
+
+def build_inspector_file(path: Path, sizes: Sizes, corpus: Corpus) -> None:
+    """The U1 file at `path`: the W3 facts in three layers, the history corpus with the
+    oldest half of each session archived under a summary, a document with revisions."""
+    with sqlmem.open(path) as db:
+        facts = corpus.facts(sizes.w3_facts, seed=31)
+        for start in range(0, len(facts), 1_000):
+            db.facts.index_many(
+                _fact(f).model_copy(update={"layer": LAYERS[(start + i) % 3]})
+                for i, f in enumerate(facts[start : start + 1_000])
+            )
+        rows = corpus.messages(sizes.history_messages, sizes.w1_sessions, seed=37)
+        by_session: dict[int, list[Message]] = {}
+        for row in rows:
+            message = Message(role=row.role, content=row.content)  # type: ignore[arg-type]
+            by_session.setdefault(row.session, []).append(message)
+        for session, messages in by_session.items():
+            for start in range(0, len(messages), 1_000):
+                db.history.append_many(f"s{session}", messages[start : start + 1_000])
+            db.history.compact(f"s{session}", keep_last=len(messages) // 2, summary="older turns")
+        text = "\n".join(f.content for f in facts[:40])
+        for n in range(5):
+            db.docs.write("MEMORY.md", text + f"\nrevision {n}\n")
+        db.checkpoint()
+
+
+def _reusable(path: Path, sizes: Sizes) -> bool:
+    """Whether `path` holds a finished U1 file of these sizes (REUSE_FILE, for profiling)."""
+    if not path.is_file():
+        return False
+    with sqlmem.open(path) as db:
+        stats = db.stats()
+    messages = stats["messages_active"] + stats["messages_archived"]
+    return bool(stats["facts"] == sizes.w3_facts and messages == sizes.history_messages)
 
 
 def _build(ctx: Context) -> sqlmem.MemoryDB:
     s = ctx.sizes
+    reuse = os.environ.get(REUSE_FILE)
+    if reuse and _reusable(Path(reuse), s):
+        ctx.log(f"reusing the inspector's file {reuse}")
+        return sqlmem.open(reuse)
+    path = Path(reuse) if reuse else ctx.folder("ui") / "memory.db"
+    path.unlink(missing_ok=True)
     ctx.log(
         f"building the inspector's file ({s.w3_facts:,} facts, {s.history_messages:,} messages)"
     )
-    db = sqlmem.open(ctx.folder("ui") / "memory.db")
-    facts = ctx.corpus.facts(s.w3_facts, seed=31)
-    for start in range(0, len(facts), 1_000):
-        db.facts.index_many(
-            _fact(f).model_copy(update={"layer": LAYERS[(start + i) % 3]})
-            for i, f in enumerate(facts[start : start + 1_000])
-        )
-    rows = ctx.corpus.messages(s.history_messages, s.w1_sessions, seed=37)
-    by_session: dict[int, list[Message]] = {}
-    for row in rows:
-        by_session.setdefault(row.session, []).append(Message(role=row.role, content=row.content))  # type: ignore[arg-type]
-    for session, messages in by_session.items():
-        for start in range(0, len(messages), 1_000):
-            db.history.append_many(f"s{session}", messages[start : start + 1_000])
-        db.history.compact(f"s{session}", keep_last=len(messages) // 2, summary="older turns")
-    text = "\n".join(f.content for f in facts[:40])
-    for n in range(5):
-        db.docs.write("MEMORY.md", text + f"\nrevision {n}\n")
-    db.checkpoint()
+    build_inspector_file(path, s, ctx.corpus)
     ctx.settle()
-    return db
+    return sqlmem.open(path)
 
 
 def u1_inspector_pages(ctx: Context) -> list[Row]:
