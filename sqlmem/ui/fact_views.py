@@ -30,8 +30,8 @@ __all__ = [
     "parse_moment",
 ]
 
-#: Facts valid at a moment looked at per page when only the superseded ones are shown:
-#: bounded work per request however rare they are (the next page looks further).
+#: Facts valid at a moment looked at per page, at most, when only the superseded ones
+#: are shown: bounded work per request however rare they are (the next page looks on).
 SCAN_SIZE = 200
 
 
@@ -120,10 +120,19 @@ def _list(db: Database, filters: FactFilters, limit: int, offset: int) -> list[F
 
 
 def _superseded_at(db: Database, filters: FactFilters, offset: int) -> Page[Fact]:
-    """The superseded facts among the next SCAN_SIZE facts valid at `as_of`."""
+    """The superseded facts among the next SCAN_SIZE facts valid at `as_of`, up to a
+    page of them: the next page looks on from the first fact not looked at."""
     looked = _list(db, filters, SCAN_SIZE + 1, offset)
-    rows = [f for f in looked[:SCAN_SIZE] if is_superseded(f)]
-    return Page(rows, offset, len(looked) > SCAN_SIZE, SCAN_SIZE, scanned=len(looked[:SCAN_SIZE]))
+    rows: list[Fact] = []
+    scanned = 0
+    for fact in looked[:SCAN_SIZE]:
+        if len(rows) == PAGE_SIZE:
+            break
+        scanned += 1
+        if is_superseded(fact):
+            rows.append(fact)
+    more = scanned < len(looked)
+    return Page(rows, offset, more, max(1, scanned), scanned=scanned)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import re
 from datetime import datetime, timedelta, timezone
 from urllib.parse import quote
 
+import pytest
 from ui_demo import CITY_KEY, MOVED, SESSION
 
 from sqlmem import Fact
@@ -68,31 +69,44 @@ def test_the_fact_page_shows_the_chain_and_provenance(any_db, make_client):
     assert "Supersession chain" not in alone and "no chain" in alone
 
 
-def test_superseded_facts_are_found_a_bounded_scan_at_a_time(sqlite_db, make_client):
+@pytest.mark.parametrize(
+    ("facts", "every", "looked"),
+    [
+        (250, 10, [(1, 200), (201, 250)]),  # rare: 200 looked at, 20 found, then the rest
+        (120, 1, [(1, 50), (51, 100), (101, 120)]),  # all superseded: a page of 50 each
+    ],
+)
+def test_superseded_facts_are_found_a_bounded_scan_at_a_time(
+    sqlite_db, make_client, facts, every, looked
+):
     start = datetime(2025, 1, 1, tzinfo=timezone.utc)
-    for n in range(250):
-        sqlite_db.facts.remember(
-            Fact(content=f"value {n:03d} one", key=f"k{n:03d}", valid_from=start)
-        )
-    for n in range(0, 250, 10):
-        sqlite_db.facts.remember(
-            Fact(content=f"value {n:03d} two", key=f"k{n:03d}", valid_from=start.replace(month=6))
-        )
+    sqlite_db.facts.index_many(
+        Fact(content=f"value {n:03d} one", key=f"k{n:03d}", valid_from=start) for n in range(facts)
+    )
+    sqlite_db.facts.index_many(
+        Fact(content=f"value {n:03d} two", key=f"k{n:03d}", valid_from=start.replace(month=6))
+        for n in range(0, facts, every)
+    )
     client = make_client(sqlite_db)
     params = {"as_of": "2025-03-01", "superseded": "1"}
     found: list[str] = []
+    spans: list[tuple[int, int]] = []
     offset = 0
     while True:
         page = client.get("/facts", params={**params, "offset": offset}).text
-        found += re.findall(r"value (\d{3}) one", page)
-        assert "two" not in page
-        assert re.search(rf"looked at rows {offset + 1}–{min(offset + 200, 250)}:", page)
+        shown = re.findall(r"value (\d{3}) one", page)
+        assert "two" not in page and len(shown) <= 50
+        found += shown
+        span = re.search(r"looked at rows (\d+)–(\d+): (\d+) shown", page)
+        assert span is not None and int(span.group(3)) == len(shown)
+        spans.append((int(span.group(1)), int(span.group(2))))
+        assert ("⇤ First" in page) == (offset > 0)
         following = re.search(r'offset=(\d+)[^"]*">Next', page)
         if following is None:
             break
         offset = int(following.group(1))
-    assert offset == 200
-    assert sorted(found) == [f"{n:03d}" for n in range(0, 250, 10)]
+    assert spans == looked
+    assert sorted(found) == [f"{n:03d}" for n in range(0, facts, every)]  # each once
 
 
 def test_filters_that_cannot_work_say_why(demo_db, make_client):
