@@ -20,6 +20,7 @@ page's p50 and the counts request's are in the row's extras.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
@@ -78,10 +79,18 @@ def _shape(n: int, total: int) -> dict[str, Any]:
     of one fifth of the corpus after another supersede those of the fifth before."""
     shape: dict[str, Any] = {"layer": LAYERS[n % 3]}
     if n % 10 == 0:
-        keys = max(1, total // 50)
-        shape["key"] = f"slot{(n // 10) % keys:05d}"
+        shape["key"] = _slot((n // 10) % _keys(total))
         shape["valid_from"] = CHAIN_START + timedelta(days=30 * (n // max(1, total // 5)))
     return shape
+
+
+def _keys(total: int) -> int:
+    """How many keys the keyed facts share: five facts each."""
+    return max(1, total // 50)
+
+
+def _slot(k: int) -> str:
+    return f"slot{k:05d}"
 
 
 def _marker(sizes: Sizes) -> str:
@@ -125,6 +134,8 @@ def u1_inspector_pages(ctx: Context) -> list[Row]:
     client.get(f"/?token={token}")
     # the same file as `sqlmem ui --embedder wordllama` opens it (stats() counts vectors)
     embedded = sqlmem.open(db.path, embedder=WordLlamaEmbedder())
+    for name in ("httpx", "httpx2"):  # loading WordLlama sets the root logger to INFO:
+        logging.getLogger(name).setLevel(logging.WARNING)  # no line per request timed
     with_embedder = TestClient(create_app(embedded, token=token))
     with_embedder.get(f"/?token={token}")
     s = ctx.sizes
@@ -167,7 +178,8 @@ def _pages(client: Any, s: Sizes) -> dict[str, Callable[[str], object]]:
     middle = max(1, per_session // 2)
     deep = (s.w3_facts // 2) // 50 * 50
     earlier = (CHAIN_START + timedelta(days=45)).strftime("%Y-%m-%d")
-    chained = client.get("/facts", params={"key": "slot00007"}).text
+    slot = _slot(7 % _keys(s.w3_facts))
+    chained = client.get("/facts", params={"key": slot}).text
     superseded = chained.split('href="/fact?id=', 1)[1].split('"', 1)[0]  # the oldest link
     return {
         "overview": lambda q: client.get("/"),
@@ -184,7 +196,7 @@ def _pages(client: Any, s: Sizes) -> dict[str, Callable[[str], object]]:
         "facts by tag and layer": lambda q: client.get(
             "/facts", params={"tags": "tag07", "layer": "semantic"}
         ),
-        "facts: a key's chain": lambda q: client.get("/facts", params={"key": "slot00007"}),
+        "facts: a key's chain": lambda q: client.get("/facts", params={"key": slot}),
         "facts valid at an earlier moment": lambda q: client.get(
             "/facts", params={"as_of": earlier}
         ),

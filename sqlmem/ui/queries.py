@@ -1,9 +1,11 @@
 """What each inspector page shows, read from any `Database` through its public protocols.
 
 Plain Python with no web framework in it, so the pages' data can be tested and timed on
-its own. Every list is paged here, server-side: a page asks the stores for at most one
-page plus one row (the extra row says whether a next page exists), so a page of a file
-with a hundred thousand facts costs what a page of a small file costs.
+its own. Every list is paged here, server-side: facts and a session's messages are read
+a page (plus one row, which says whether a next page exists) at a time, so a page of a
+file with a hundred thousand facts costs what a page of a small file costs. Sessions and
+documents are paged by cursor; the stores list those whole (one short column each), and
+only the page's rows are read further.
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ def parse_reference(reference: str) -> dict[str, Any] | None:
 
 def overview(db: Database) -> dict[str, Any]:
     """`stats()` as the backend reports it (every backend has the counts; a SQLite file
-    adds its size, WAL and schema version)."""
+    adds its size, WAL and schema version). Its counts may read whole tables, so the
+    overview page loads them as a request of their own."""
     return dict(db.stats())
 
 
