@@ -1,9 +1,11 @@
 """The inspector in a real headless browser: Debian's Chromium driven by its chromedriver
 through selenium (no browser download). Every page of a demo memory is opened from a real
 `sqlmem ui` process; each must show its content, load its own CSS under the content
-security policy, and leave no error in the browser console. Screenshots are saved under
-the test's tmp dir; with SQLMEM_UI_SCREENSHOTS=docs the main ones are also copied to
-docs/assets/ui-*.png for the documentation."""
+security policy, and leave no error in the browser console; in write mode, a revision is
+restored by a click. Screenshots are saved under the test's tmp dir; with
+SQLMEM_UI_SCREENSHOTS=docs the main ones are also copied to docs/assets/ui-*.png for the
+documentation, with SQLMEM_UI_SCREENSHOTS=<folder> all of them to that folder (CI's
+artifacts)."""
 
 from __future__ import annotations
 
@@ -176,9 +178,14 @@ def test_every_page_in_a_real_browser(browser, shots, tmp_path):
         _shows(browser, ["The user lives in Lisbon.", "supersedes"], "successor")
         assert _console_errors(browser) == []
     assert all((shots / f"ui-{name}.png").stat().st_size > 10_000 for name, *_ in PAGES)
-    if os.environ.get("SQLMEM_UI_SCREENSHOTS") == "docs":
+    keep = os.environ.get("SQLMEM_UI_SCREENSHOTS", "")
+    if keep == "docs":
         for name in DOCS_SHOTS:
             shutil.copyfile(shots / f"ui-{name}.png", ROOT / "docs" / "assets" / f"ui-{name}.png")
+    elif keep:  # a folder for CI to keep as artifacts: every page's screenshot
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for name, *_ in PAGES:
+            shutil.copyfile(shots / f"ui-{name}.png", Path(keep) / f"ui-{name}.png")
 
 
 def test_hostile_memory_runs_no_script_in_the_browser(browser, tmp_path):
@@ -202,3 +209,22 @@ def test_hostile_memory_runs_no_script_in_the_browser(browser, tmp_path):
                 body = browser.find_element("tag name", "body").text
                 assert "<script>alert('x')</script>" in body
         _console_errors(browser)
+
+
+def test_restoring_a_revision_by_the_browser_in_write_mode(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    path, _ = _demo_file(tmp_path)
+    with running_ui(path, "--write") as url:
+        base = url.split("?")[0].rstrip("/")
+        browser.get(url)
+        browser.get(base + "/document?path=MEMORY.md")
+        assert "read-write" in browser.find_element(By.CSS_SELECTOR, "header.top").text
+        browser.find_element(By.CSS_SELECTOR, "button[form='restore-1']").click()
+        _shows(browser, ["revision 4", "Alice lives in Lisbon."], "restored")
+        assert "Alfama" not in browser.find_element(By.CSS_SELECTOR, "pre.doc").text
+        assert _console_errors(browser) == []
+    with sqlmem.open(path) as db:
+        restored = db.docs.read("MEMORY.md")
+        assert restored is not None and restored.revision == 4  # a restore is a new one
+        assert restored.content == db.docs.read_revision("MEMORY.md", 1)
