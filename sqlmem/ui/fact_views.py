@@ -77,8 +77,9 @@ class FactFilters:
 
 
 def parse_moment(text: str) -> datetime | None:
-    """A moment typed into a filter ("2026-11-27", "2026-11-27 14:30", ISO 8601), read
-    as UTC when it names no zone; None for an empty text."""
+    """A moment typed into a filter ("2026-11-27", "2026-11-27 14:30", ISO 8601), in UTC
+    (read as UTC when it names no zone, so the pager's links, which carry it without
+    one, name the same moment); None for an empty text."""
     text = text.strip()
     if not text:
         return None
@@ -88,7 +89,7 @@ def parse_moment(text: str) -> datetime | None:
         raise InvalidArgumentError(
             "'valid at' must be a date or time such as 2026-11-27 or 2026-11-27 14:30"
         ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def fact_page(db: Database, filters: FactFilters, offset: int, size: int = PAGE_SIZE) -> Page[Fact]:

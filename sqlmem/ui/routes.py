@@ -138,8 +138,8 @@ class Pages:
 
     def fact(self, request: Request) -> Response:
         found = self.db.facts.get(request.query_params.get("id", ""))
-        if found is None:
-            raise HTTPException(404, "no such fact")
+        if found is None:  # expired facts too: no read returns them
+            raise HTTPException(404, "no such fact: never stored, deleted, or expired")
         chain = fact_chain(self.db, found)
         return self.render("fact.html", request, fact=found, chain=chain)
 

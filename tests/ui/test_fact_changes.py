@@ -115,3 +115,15 @@ def test_filters_that_cannot_work_say_why(demo_db, make_client):
     assert refused.status_code == 400 and "key or a &#39;valid at&#39; time" in refused.text
     bad = client.get("/facts", params={"as_of": "yesterday"})
     assert bad.status_code == 400 and "2026-11-27 14:30" in bad.text
+
+
+def test_a_moment_with_a_zone_keeps_naming_the_same_moment(demo_db, make_client):
+    from sqlmem.ui.fact_views import parse_moment
+
+    assert parse_moment("2026-02-10T10:00+02:00") == datetime(2026, 2, 10, 8, tzinfo=timezone.utc)
+    assert parse_moment("2026-02-10") == datetime(2026, 2, 10, tzinfo=timezone.utc)
+    assert parse_moment("  ") is None
+    page = make_client(demo_db).get("/facts", params={"as_of": "2026-02-28T23:30-01:00"}).text
+    # 00:30 UTC on March 1st: Lisbon is already valid, Porto no longer
+    assert "The user lives in Lisbon." in page and "The user lives in Porto." not in page
+    assert "valid at 2026-03-01 00:30:00 UTC" in page
