@@ -146,6 +146,7 @@ def test_every_page_in_a_real_browser(browser, shots, tmp_path):
         base = url.split("?")[0].rstrip("/")
         browser.get(url)  # the token URL: the cookie is set, the token leaves the URL
         assert "token=" not in browser.current_url
+        _shows(browser, ["messages archived"], "start")  # its counts' request is done
         _console_errors(browser)  # start each page with an empty log
         for name, route, query, texts in PAGES:
             query = {k: porto if v == "{porto}" else v for k, v in query.items()}
@@ -217,8 +218,9 @@ def test_restoring_a_revision_by_the_browser_in_write_mode(browser, tmp_path):
     path, _ = _demo_file(tmp_path)
     with running_ui(path, "--write") as url:
         base = url.split("?")[0].rstrip("/")
-        browser.get(url)
-        browser.get(base + "/document?path=MEMORY.md")
+        _console_errors(browser)  # an empty log to start with
+        browser.get(url.replace("/?", "/document?path=MEMORY.md&"))  # the token, then the page
+        assert browser.current_url == base + "/document?path=MEMORY.md"
         assert "read-write" in browser.find_element(By.CSS_SELECTOR, "header.top").text
         browser.find_element(By.CSS_SELECTOR, "button[form='restore-1']").click()
         _shows(browser, ["revision 4", "Alice lives in Lisbon."], "restored")
