@@ -1,33 +1,39 @@
 """What each inspector page shows, read from any `Database` through its public protocols.
 
 Plain Python with no web framework in it, so the pages' data can be tested and timed on
-its own. Every list is paged here, server-side: a page asks the stores for at most one
-page plus one row (the extra row says whether a next page exists), so a page of a file
-with a hundred thousand facts costs what a page of a small file costs.
+its own. Every list is paged here, server-side: facts and a session's messages are read
+a page (plus one row, which says whether a next page exists) at a time, so a page of a
+file with a hundred thousand facts costs what a page of a small file costs. Sessions and
+documents are paged by cursor; the stores list those whole (one short column each), and
+only the page's rows are read further.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
 from ..context import ContextWindow, PackConfig, build_memory_pack, estimate_tokens
+from ..doc_records import DocumentInfo
 from ..errors import SqlmemError
 from ..protocols import Database, has_vector_search
 from ..records import Fact, Message
+from .fact_views import FactFilters, fact_page, is_expired
+from .paging import PAGE_SIZE, KeyPage, Page, key_page, paged
 
 __all__ = [
     "FACT_COLUMNS",
     "PAGE_SIZE",
     "FactFilters",
+    "KeyPage",
     "Page",
     "SearchLegs",
     "SessionView",
     "context_window",
     "document_diff",
+    "document_page",
     "fact_page",
     "is_expired",
     "memory_pack",
@@ -40,56 +46,26 @@ __all__ = [
     "session_page",
 ]
 
-T = TypeVar("T")
-
-#: Rows per page: small enough for a fast page on a huge file, big enough to read.
-PAGE_SIZE = 50
 #: How much of a stored text a list shows; the whole text is on the item's own page.
 PREVIEW_CHARS = 600
 
-#: The facts table's columns, in order: (heading, attribute of the row). New fact fields
-#: (supersession, provenance) become a new entry here and a cell in the template.
+#: The facts table's columns, in order: (heading, attribute of the row). "Valid" shows
+#: the valid time and, for a superseded fact, the fact that took over.
 FACT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("Content", "content"),
     ("Layer", "layer"),
     ("Kind", "kind"),
+    ("Key", "key"),
     ("Category", "category"),
     ("Tags", "tags"),
     ("Confidence", "confidence"),
-    ("Updated", "updated_at"),
+    ("Valid", "valid_from"),
     ("Expires", "expires_at"),
-    ("References", "references"),
+    ("Came from", "references"),
 )
 
 _MESSAGE_REF = re.compile(r"^msg:(?P<session>.+)#(?P<seq>\d+)$", re.DOTALL)
 _DOCUMENT_REF = re.compile(r"^doc:(?P<path>.+)@(?P<rev>\d+)$", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Page(Generic[T]):
-    """One page of a list: its rows, where it starts, and whether more follow."""
-
-    rows: list[T]
-    offset: int
-    has_next: bool
-    size: int = PAGE_SIZE
-
-    @property
-    def has_previous(self) -> bool:
-        return self.offset > 0
-
-    @property
-    def next_offset(self) -> int:
-        return self.offset + self.size
-
-    @property
-    def previous_offset(self) -> int:
-        return max(0, self.offset - self.size)
-
-
-def paged(rows: list[T], offset: int, size: int = PAGE_SIZE) -> Page[T]:
-    """A page from rows fetched with `limit=size + 1` at `offset`."""
-    return Page(rows[:size], offset, len(rows) > size, size)
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> tuple[str, int]:
@@ -113,7 +89,8 @@ def parse_reference(reference: str) -> dict[str, Any] | None:
 
 def overview(db: Database) -> dict[str, Any]:
     """`stats()` as the backend reports it (every backend has the counts; a SQLite file
-    adds its size, WAL and schema version)."""
+    adds its size, WAL and schema version). Its counts may read whole tables, so the
+    overview page loads them as a request of their own."""
     return dict(db.stats())
 
 
@@ -124,13 +101,41 @@ class SessionRow:
     summary: str
 
 
-def session_page(db: Database, offset: int, size: int = PAGE_SIZE) -> Page[SessionRow]:
-    """A page of sessions with their active message counts and summaries."""
-    ids = db.history.sessions()[offset : offset + size + 1]
-    rows = [
-        SessionRow(sid, db.history.count(sid), db.history.get_summary(sid)) for sid in ids[:size]
-    ]
-    return Page(rows, offset, len(ids) > size, size)
+def session_page(
+    db: Database, *, after: str | None = None, before: str | None = None, size: int = PAGE_SIZE
+) -> KeyPage[SessionRow]:
+    """A page of sessions (by id) with their active message counts and summaries; the
+    page after the session `after` or before the session `before`.
+
+    The protocol lists a store's sessions all at once, so the ids are read whole (one
+    short column of the sessions table); the counts and summaries only for the page.
+    """
+    ids = key_page(db.history.sessions(), str, str, after=after, before=before, size=size)
+    history = db.history
+    rows = [SessionRow(sid, history.count(sid), history.get_summary(sid)) for sid in ids.rows]
+    return KeyPage(rows, ids.after, ids.before)
+
+
+def document_page(
+    db: Database, *, after: str | None = None, before: str | None = None, size: int = PAGE_SIZE
+) -> KeyPage[DocumentInfo]:
+    """A page of documents in their listed order (sort order, then path), after or
+    before the document whose path is given."""
+    listed = db.docs.list()
+    by_path = {d.path: d for d in listed}
+
+    def position(path: str | None) -> tuple[int, str] | None:
+        found = by_path.get(path) if path is not None else None
+        return None if found is None else (found.sort_order, found.path)
+
+    return key_page(
+        listed,
+        lambda d: (d.sort_order, d.path),
+        lambda d: d.path,
+        after=position(after),
+        before=position(before),
+        size=size,
+    )
 
 
 @dataclass(frozen=True)
@@ -200,42 +205,6 @@ def _newest_seq(db: Database, session_id: str, recent: list[Message]) -> int | N
         return recent[-1].seq
     archived = db.history.get_all(session_id, include_archived=True)  # all archived: rare
     return archived[-1].seq if archived else None
-
-
-@dataclass(frozen=True)
-class FactFilters:
-    """The facts page's filters, as the store's `list` takes them."""
-
-    layer: str | None = None
-    kind: str | None = None
-    tags: list[str] = field(default_factory=list)
-    category: str | None = None
-    min_confidence: float | None = None
-
-
-def fact_page(db: Database, filters: FactFilters, offset: int, size: int = PAGE_SIZE) -> Page[Fact]:
-    """A page of facts, newest first, filtered by the store before paging."""
-    rows = db.facts.list(
-        tags=filters.tags or None,
-        category=filters.category,
-        layer=filters.layer,
-        kind=filters.kind,
-        min_confidence=filters.min_confidence,
-        limit=size + 1,
-        offset=offset,
-    )
-    return paged(rows, offset, size)
-
-
-def is_expired(fact: Fact, now: datetime | None = None) -> bool:
-    """Whether the fact's expiry has passed (an expired fact stays until `expire()`)."""
-    if fact.expires_at is None:
-        return False
-    moment = now or datetime.now(timezone.utc)
-    expires = fact.expires_at
-    if expires.tzinfo is None:
-        expires = expires.replace(tzinfo=timezone.utc)
-    return expires <= moment
 
 
 @dataclass(frozen=True)

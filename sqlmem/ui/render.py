@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
 from ..context import estimate_tokens
-from . import queries
+from . import fact_views, queries
 from .security import csrf_token
 
 __all__ = ["Renderer"]
@@ -53,7 +53,8 @@ class Renderer:
             link=_link,
             preview=queries.preview,
             reference=queries.parse_reference,
-            expired=queries.is_expired,
+            expired=fact_views.is_expired,
+            superseded=fact_views.is_superseded,
             tokens=estimate_tokens,
             write=write,
             csrf=csrf_token(token),

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from ..doc_records import RevisionInfo
 from ..protocols import Database
 from . import queries
+from .fact_views import FactFilters, fact_chain, fact_page, parse_moment
 from .render import Renderer
 from .security import valid_csrf
 
@@ -28,6 +29,11 @@ MAX_BUDGET = 1_000_000
 
 def _text(request: Request, name: str, default: str = "") -> str:
     return request.query_params.get(name, default).strip()
+
+
+def _key(request: Request, name: str) -> str | None:
+    """A list position: the id or path of the row a page starts after or ends before."""
+    return request.query_params.get(name) or None
 
 
 def _int(request: Request, name: str, default: int | None, low: int = 0) -> int | None:
@@ -65,6 +71,7 @@ class Pages:
     def routes(self) -> list[Route]:
         pages: list[tuple[str, Callable[[Request], Any], list[str]]] = [
             ("/", self.overview, ["GET"]),
+            ("/stats", self.stats, ["GET"]),
             ("/sessions", self.sessions, ["GET"]),
             ("/session", self.session, ["GET"]),
             ("/window", self.window, ["GET"]),
@@ -79,10 +86,18 @@ class Pages:
         return [Route(path, handler, methods=methods) for path, handler, methods in pages]
 
     def overview(self, request: Request) -> Response:
-        return self.render("overview.html", request, stats=queries.overview(self.db))
+        """At once: what costs next to nothing. The counts of `stats()` (which may read
+        every row, e.g. to find the facts without vectors) come from /stats, which the
+        page's script loads into it, or a click on its link does without script."""
+        return self.render("overview.html", request, live_facts=self.db.facts.count())
+
+    def stats(self, request: Request) -> Response:
+        return self.render("stats.html", request, stats=queries.overview(self.db))
 
     def sessions(self, request: Request) -> Response:
-        page = queries.session_page(self.db, _int(request, "offset", 0) or 0)
+        page = queries.session_page(
+            self.db, after=_key(request, "after"), before=_key(request, "before")
+        )
         return self.render("sessions.html", request, page=page)
 
     def session(self, request: Request) -> Response:
@@ -108,26 +123,31 @@ class Pages:
 
     def facts(self, request: Request) -> Response:
         tags = [t.strip() for t in _text(request, "tags").split(",") if t.strip()]
-        filters = queries.FactFilters(
+        filters = FactFilters(
             layer=_text(request, "layer") or None,
             kind=_text(request, "kind") or None,
             tags=tags,
             category=_text(request, "category") or None,
             min_confidence=_float(request, "min_confidence"),
+            key=_text(request, "key") or None,
+            as_of=parse_moment(_text(request, "as_of")),
+            superseded=_text(request, "superseded") not in ("", "0"),
         )
-        page = queries.fact_page(self.db, filters, _int(request, "offset", 0) or 0)
+        page = fact_page(self.db, filters, _int(request, "offset", 0) or 0)
         return self.render("facts.html", request, page=page, filters=filters)
 
     def fact(self, request: Request) -> Response:
         found = self.db.facts.get(request.query_params.get("id", ""))
-        if found is None:
-            raise HTTPException(404, "no such fact")
-        return self.render("fact.html", request, fact=found)
+        if found is None:  # expired facts too: no read returns them
+            raise HTTPException(404, "no such fact: never stored, deleted, or expired")
+        chain = fact_chain(self.db, found)
+        return self.render("fact.html", request, fact=found, chain=chain)
 
     def documents(self, request: Request) -> Response:
-        offset = _int(request, "offset", 0) or 0
-        rows = self.db.docs.list()[offset : offset + queries.PAGE_SIZE + 1]
-        return self.render("documents.html", request, page=queries.paged(rows, offset))
+        page = queries.document_page(
+            self.db, after=_key(request, "after"), before=_key(request, "before")
+        )
+        return self.render("documents.html", request, page=page)
 
     def document(self, request: Request) -> Response:
         path = request.query_params.get("path", "")

@@ -32,7 +32,7 @@ TOKEN_PARAMETER = "token"
 SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; "
-        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     ),
     "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",

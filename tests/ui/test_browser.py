@@ -1,9 +1,11 @@
 """The inspector in a real headless browser: Debian's Chromium driven by its chromedriver
 through selenium (no browser download). Every page of a demo memory is opened from a real
 `sqlmem ui` process; each must show its content, load its own CSS under the content
-security policy, and leave no error in the browser console. Screenshots are saved under
-the test's tmp dir; with SQLMEM_UI_SCREENSHOTS=docs the main ones are also copied to
-docs/assets/ui-*.png for the documentation."""
+security policy, and leave no error in the browser console; in write mode, a revision is
+restored by a click. Screenshots are saved under the test's tmp dir; with
+SQLMEM_UI_SCREENSHOTS=docs the main ones are also copied to docs/assets/ui-*.png for the
+documentation, with SQLMEM_UI_SCREENSHOTS=<folder> all of them to that folder (CI's
+artifacts)."""
 
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from test_hostile_content import _fill_hostile
-from ui_demo import SESSION, fill
+from test_hostile_content import HOSTILE_KEY, _fill_hostile
+from ui_demo import CITY_KEY, SESSION, fill
 from ui_server import running_ui
 
 import sqlmem
@@ -30,19 +32,25 @@ INSTALL = (
 )
 
 #: (screenshot name, path, query, texts the page must show). Named ones go to the docs.
+#: A query value "{porto}" is the id of the demo's superseded fact. The overview's counts
+#: arrive by a second request its script makes: the texts are awaited, not read at once.
 PAGES: list[tuple[str, str, dict[str, Any], list[str]]] = [
-    ("overview", "/", {}, ["Overview", "messages archived"]),
+    ("overview", "/", {}, ["Overview", "live facts", "messages archived"]),
+    ("stats", "/stats", {}, ["messages archived", "schema_version"]),
     ("sessions", "/sessions", {}, ["chat:alice", "Alice (Lisbon, vegetarian)"]),
     ("session", "/session", {"id": SESSION}, ["archive boundary", "tool call", "weather"]),
     ("window", "/window", {"id": SESSION, "max_tokens": 4000}, ["Context window", "Booked"]),
-    ("facts", "/facts", {}, ["The user is vegetarian.", "msg:chat:alice#1"]),
+    ("facts", "/facts", {}, ["The user is vegetarian.", "msg:chat:alice#1", CITY_KEY]),
     ("facts-filtered", "/facts", {"layer": "semantic", "tags": "profile"}, ["Lisbon"]),
+    ("facts-chain", "/facts", {"key": CITY_KEY}, ["lives in Porto.", "superseded", "oldest"]),
+    ("facts-then", "/facts", {"as_of": "2026-01-15"}, ["lives in Porto.", "valid at"]),
+    ("fact", "/fact", {"id": "{porto}"}, ["Supersession chain", "lives in Lisbon.", "onboarding"]),
     ("documents", "/documents", {}, ["MEMORY.md", "notes/2026-11-27.md"]),
     ("document", "/document", {"path": "MEMORY.md", "a": 1, "b": 3}, ["Diff 1 → 3", "Alfama"]),
     ("search", "/search", {"q": "vegetarian food"}, ["BM25 leg", "Vector leg", "Fused"]),
     ("pack", "/pack", {"q": "Any restaurant ideas for me?", "budget": 300}, ["Diagnostics"]),
 ]
-DOCS_SHOTS = {"overview", "session", "facts", "document", "search", "pack"}
+DOCS_SHOTS = {"overview", "session", "facts", "fact", "document", "search", "pack"}
 
 
 def _binary(name: str) -> str:
@@ -89,12 +97,31 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("ui-screenshots")
 
 
-def _demo_file(folder: Path) -> Path:
+def _demo_file(folder: Path) -> tuple[Path, str]:
+    """The demo memory with vectors, and the id of its superseded fact."""
     path = folder / "memory.db"
     with sqlmem.open(path, embedder=WordLlamaEmbedder()) as db:
         fill(db)
         db.facts.embed_pending()
-    return path
+        porto = db.facts.history(key=CITY_KEY)[0]
+    assert porto.superseded_by is not None
+    return path, porto.id
+
+
+def _shows(driver: Any, texts: list[str], name: str) -> None:
+    """Wait (10 s at most) until the page's text holds every one of `texts`."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def body() -> str:
+        return str(driver.find_element(By.TAG_NAME, "body").text)
+
+    try:
+        WebDriverWait(driver, 10).until(lambda d: all(t in body() for t in texts))
+    except TimeoutException:
+        missing = [t for t in texts if t not in body()]
+        raise AssertionError(f"{name}: {missing!r} not shown") from None
 
 
 def _console_errors(driver: Any) -> list[str]:
@@ -114,16 +141,17 @@ def _screenshot(driver: Any, target: Path) -> None:
 def test_every_page_in_a_real_browser(browser, shots, tmp_path):
     from selenium.webdriver.common.by import By
 
-    with running_ui(_demo_file(tmp_path), "--embedder", "wordllama") as url:
+    path, porto = _demo_file(tmp_path)
+    with running_ui(path, "--embedder", "wordllama") as url:
         base = url.split("?")[0].rstrip("/")
         browser.get(url)  # the token URL: the cookie is set, the token leaves the URL
         assert "token=" not in browser.current_url
+        _shows(browser, ["messages archived"], "start")  # its counts' request is done
         _console_errors(browser)  # start each page with an empty log
-        for name, path, query, texts in PAGES:
-            browser.get(base + path + (f"?{urlencode(query)}" if query else ""))
-            body = browser.find_element(By.TAG_NAME, "body").text
-            for text in texts:
-                assert text in body, f"{name}: {text!r} not shown"
+        for name, route, query, texts in PAGES:
+            query = {k: porto if v == "{porto}" else v for k, v in query.items()}
+            browser.get(base + route + (f"?{urlencode(query)}" if query else ""))
+            _shows(browser, texts, name)
             header = browser.find_element(By.CSS_SELECTOR, "header.top")
             assert header.value_of_css_property("background-color") == "rgba(36, 41, 47, 1)", (
                 f"{name}: the stylesheet did not load"
@@ -136,11 +164,29 @@ def test_every_page_in_a_real_browser(browser, shots, tmp_path):
         seq = link.text.rsplit("#", 1)[1]
         link.click()
         assert browser.find_element(By.CSS_SELECTOR, ".msg.target").text.startswith(f"#{seq} ")
+        # the overview's counts, loaded by its script into the page, are the real ones
+        browser.get(base + "/")
+        _shows(browser, ["messages archived"], "overview")
+        cards = browser.find_elements(By.CSS_SELECTOR, "#stats .card")
+        shown = {c.find_element(By.CLASS_NAME, "label").text: c.text for c in cards}
+        with sqlmem.open(path) as db:
+            stats = db.stats()
+        assert shown["facts"].startswith(f"{stats['facts']:,}")
+        assert shown["messages archived"].startswith(f"{stats['messages_archived']:,}")
+        # from a superseded fact to the fact that took over, by the browser's own click
+        browser.get(base + f"/fact?id={porto}")
+        browser.find_element(By.CSS_SELECTOR, "a.succ").click()
+        _shows(browser, ["The user lives in Lisbon.", "supersedes"], "successor")
         assert _console_errors(browser) == []
     assert all((shots / f"ui-{name}.png").stat().st_size > 10_000 for name, *_ in PAGES)
-    if os.environ.get("SQLMEM_UI_SCREENSHOTS") == "docs":
+    keep = os.environ.get("SQLMEM_UI_SCREENSHOTS", "")
+    if keep == "docs":
         for name in DOCS_SHOTS:
             shutil.copyfile(shots / f"ui-{name}.png", ROOT / "docs" / "assets" / f"ui-{name}.png")
+    elif keep:  # a folder for CI to keep as artifacts: every page's screenshot
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        for name, *_ in PAGES:
+            shutil.copyfile(shots / f"ui-{name}.png", Path(keep) / f"ui-{name}.png")
 
 
 def test_hostile_memory_runs_no_script_in_the_browser(browser, tmp_path):
@@ -148,13 +194,39 @@ def test_hostile_memory_runs_no_script_in_the_browser(browser, tmp_path):
     with sqlmem.open(path) as db:
         fill(db)
         fact_id = _fill_hostile(db)
+        old = db.facts.history(key=HOSTILE_KEY)[0].id  # superseded, in a hostile chain
         db.facts.index(sqlmem.Fact(content='<img src=x onerror="window.pwned=1">'))
         db.facts.index(sqlmem.Fact(content="<script>window.pwned=2</script>"))
     with running_ui(path) as url:
         base = url.split("?")[0].rstrip("/")
         browser.get(url)
-        for path_query in ["/facts", f"/fact?id={fact_id}", "/sessions", "/search?q=img+script"]:
+        pages = ["/", "/facts", f"/fact?id={fact_id}", "/sessions", "/search?q=img+script"]
+        pages += [f"/facts?key={HOSTILE_KEY}", "/facts?as_of=2025-03-01", f"/fact?id={old}"]
+        for path_query in pages:
             browser.get(base + path_query)
             assert browser.execute_script("return window.pwned === undefined")
             assert browser.execute_script("return document.images.length") == 0
+            if "hostile" in path_query or "as_of" in path_query:  # shown, as text
+                body = browser.find_element("tag name", "body").text
+                assert "<script>alert('x')</script>" in body
         _console_errors(browser)
+
+
+def test_restoring_a_revision_by_the_browser_in_write_mode(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    path, _ = _demo_file(tmp_path)
+    with running_ui(path, "--write") as url:
+        base = url.split("?")[0].rstrip("/")
+        _console_errors(browser)  # an empty log to start with
+        browser.get(url.replace("/?", "/document?path=MEMORY.md&"))  # the token, then the page
+        assert browser.current_url == base + "/document?path=MEMORY.md"
+        assert "read-write" in browser.find_element(By.CSS_SELECTOR, "header.top").text
+        browser.find_element(By.CSS_SELECTOR, "button[form='restore-1']").click()
+        _shows(browser, ["revision 4", "Alice lives in Lisbon."], "restored")
+        assert "Alfama" not in browser.find_element(By.CSS_SELECTOR, "pre.doc").text
+        assert _console_errors(browser) == []
+    with sqlmem.open(path) as db:
+        restored = db.docs.read("MEMORY.md")
+        assert restored is not None and restored.revision == 4  # a restore is a new one
+        assert restored.content == db.docs.read_revision("MEMORY.md", 1)

@@ -29,6 +29,6 @@ def test_the_python_blocks_run_and_print_what_they_say():
 
 def test_every_screenshot_shown_exists():
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", PAGE.read_text(encoding="utf-8"))
-    assert len(images) == 6
+    assert len(images) == 7
     for image in images:
         assert (PAGE.parent / image).stat().st_size > 10_000, image

@@ -7,6 +7,7 @@ inspector's own templates make."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from html.parser import HTMLParser
 
 from conftest import client_for
@@ -24,6 +25,11 @@ HOSTILE = f"{SCRIPT} {BREAKOUT} {RTL} {ZERO_WIDTH} javascript:alert(2) </td></ta
 HUGE = ("<b>big</b> " * 100_000)[:1_000_000]
 SESSION = f"s{BREAKOUT}"
 PATH = "notes/hostile.md"  # the store allows only plain paths
+HOSTILE_KEY = "hostile.slot"  # keys are letters, digits and . - _ : only
+HOSTILE_CHAIN_TIMES = [
+    datetime(2025, 1, 1, tzinfo=timezone.utc),
+    datetime(2025, 6, 1, tzinfo=timezone.utc),
+]
 
 #: Every element the templates make; anything else came from stored text.
 OUR_TAGS = {
@@ -102,11 +108,24 @@ def _fill_hostile(db) -> str:
     )
     db.docs.write(PATH, HOSTILE)
     db.docs.write(PATH, HUGE)
+    for n, moment in enumerate(HOSTILE_CHAIN_TIMES):  # a chain: supersession and valid time
+        db.facts.remember(
+            Fact(
+                content=f"{HOSTILE} {RTL} #{n}",
+                key=HOSTILE_KEY,
+                source=SCRIPT,
+                tags=[BREAKOUT],
+                references=[f"msg:{SESSION}#{n + 1}", f"doc:{PATH}@{n + 1}", BREAKOUT],
+                valid_from=moment,
+            )
+        )
     return ids[0]
 
 
 def test_hostile_text_renders_inert_on_every_page(demo_db):
     fact_id = _fill_hostile(demo_db)
+    chain = demo_db.facts.history(key=HOSTILE_KEY)
+    assert len(chain) == 2 and chain[0].superseded_by == chain[1].id
     client = client_for(demo_db)
     pages = {
         "/": {},
@@ -116,7 +135,13 @@ def test_hostile_text_renders_inert_on_every_page(demo_db):
         "/window": {"id": SESSION},
         "/facts": {},
         "/facts?filtered": {"tags": SCRIPT},
+        "/facts?key": {"key": HOSTILE_KEY},
+        "/facts?as_of": {"as_of": "2025-03-01"},
+        "/facts?superseded": {"as_of": "2025-03-01", "superseded": "1"},
         "/fact": {"id": fact_id},
+        "/fact?superseded": {"id": chain[0].id},
+        "/fact?live": {"id": chain[1].id},
+        "/stats": {},
         "/documents": {},
         "/document": {"path": PATH},
         "/document?diff": {"path": PATH, "a": 1, "b": 2},
@@ -130,6 +155,9 @@ def test_hostile_text_renders_inert_on_every_page(demo_db):
         html = response.text
         assert_inert(html, name)
         assert SCRIPT not in html and "<img" not in html and "<b>big</b>" not in html
+        if name in ("/facts?key", "/facts?as_of", "/facts?superseded", "/fact?superseded"):
+            assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html, name  # shown
+            assert "superseded</span>" in html, name
     for name, params, status in [
         ("/facts", {"category": BREAKOUT, "kind": SCRIPT}, 400),  # the store refuses these
         ("/document", {"path": SCRIPT}, 400),

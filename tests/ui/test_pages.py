@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 from ui_demo import SESSION
@@ -15,7 +15,14 @@ def test_every_page_shows_the_memory(any_db, make_client):
     client = make_client(any_db)
     overview = client.get("/")
     assert overview.status_code == 200
-    assert "messages archived" in overview.text and "facts" in overview.text
+    live = any_db.facts.count()
+    assert f'<div class="value">{live}</div><div class="label">live facts</div>' in overview.text
+    assert 'data-load="/stats"' in overview.text and 'href="/stats"' in overview.text
+    counts = client.get("/stats").text
+    stats = any_db.stats()
+    for key in ("sessions", "messages_active", "messages_archived", "facts", "documents"):
+        label = key.replace("_", " ")
+        assert f'<div class="value">{stats[key]:,}</div><div class="label">{label}</div>' in counts
 
     sessions = client.get("/sessions").text
     assert "chat:alice" in sessions and "chat:bob-2" in sessions
@@ -118,15 +125,47 @@ def test_facts_are_paged_server_side(sqlite_db, make_client):
     assert "Previous" in client.get("/facts", params={"offset": 100}).text
 
 
-def test_sessions_are_paged(sqlite_db, make_client):
-    for n in range(75):
-        sqlite_db.history.append(f"s-{n:02d}", Message(role="user", content="hello"))
+def _walk(client, route: str, pattern: str) -> tuple[list[list[str]], str]:
+    """Follow a keyset list's Next links to its end: the rows of every page, and the
+    last page's HTML."""
+    pages: list[list[str]] = []
+    params: dict[str, str] = {}
+    while True:
+        page = client.get(route, params=params).text
+        pages.append(re.findall(pattern, page))
+        following = re.search(r'href="[^"?]+\?after=([^"]+)">Next', page)
+        if not following:
+            return pages, page
+        params = {"after": unquote(following.group(1))}
+
+
+def test_sessions_are_paged_by_id(sqlite_db, make_client):
+    for n in range(0, 150, 2):
+        sqlite_db.history.append(f"s-{n:03d}", Message(role="user", content="hello"))
     client = make_client(sqlite_db)
-    first = client.get("/sessions").text
-    second = client.get("/sessions", params={"offset": 50}).text
-    names = set(re.findall(r">(s-\d\d)<", first)) | set(re.findall(r">(s-\d\d)<", second))
-    assert len(re.findall(r">(s-\d\d)<", first)) == 50
-    assert names == {f"s-{n:02d}" for n in range(75)}
+    pages, last = _walk(client, "/sessions", r">(s-\d{3})<")
+    assert [len(p) for p in pages] == [50, 25]
+    assert [n for p in pages for n in p] == [f"s-{n:03d}" for n in range(0, 150, 2)]
+    # a session added before the page's cursor shifts nothing after it
+    sqlite_db.history.append("s-001", Message(role="user", content="late"))
+    second = client.get("/sessions", params={"after": pages[0][-1]}).text
+    assert re.findall(r">(s-\d{3})<", second) == pages[1]
+    # Previous from the last page ends just before its first row
+    before = re.search(r'href="/sessions\?before=([^"]+)">← Previous', last)
+    assert before is not None and unquote(before.group(1)) == pages[1][0]
+    back = client.get("/sessions", params={"before": pages[1][0]}).text
+    # the 50 sessions before it, the one added meanwhile among them
+    assert re.findall(r">(s-\d{3})<", back) == ["s-001", *(f"s-{n:03d}" for n in range(2, 100, 2))]
+
+
+def test_documents_are_paged_by_position(sqlite_db, make_client):
+    for n in range(60):
+        sqlite_db.docs.write(f"notes/n{n:02d}.md", f"note {n}")
+    sqlite_db.docs.set_sort_order("notes/n59.md", -1)  # listed first
+    client = make_client(sqlite_db)
+    pages, _ = _walk(client, "/documents", r">notes/(n\d\d)\.md<")
+    assert [n for p in pages for n in p] == ["n59", *(f"n{n:02d}" for n in range(59))]
+    assert [len(p) for p in pages] == [50, 10]
 
 
 def test_a_long_session_is_paged_by_seq(sqlite_db, make_client):

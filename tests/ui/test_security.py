@@ -166,7 +166,7 @@ class _Broken:
 
 def test_failures_show_a_plain_page_and_are_logged(demo_db, caplog):
     client = TestClient(create_app(_Broken(demo_db), token=TOKEN), raise_server_exceptions=False)
-    response = client.get("/", params={"token": TOKEN})
+    response = client.get("/stats", params={"token": TOKEN})
     assert response.status_code == 500
     assert "Traceback" not in response.text and "secret" not in response.text
     assert "Something went wrong" in response.text

@@ -1,6 +1,6 @@
 """A small agent memory with something on every inspector page: sessions with a tool
-call, an archive boundary and a summary; facts of every layer with references; a
-document with revisions."""
+call, an archive boundary and a summary; facts of every layer with references, one of
+them superseded; a document with revisions."""
 
 from __future__ import annotations
 
@@ -11,11 +11,15 @@ from sqlmem.protocols import Database
 from sqlmem.records import ToolCall
 
 SESSION = "chat:alice"
+CITY_KEY = "user.city"
+#: When the user moved to Lisbon (the Porto fact is valid until then).
+MOVED = datetime(2026, 3, 1, tzinfo=timezone.utc)
 
 
 def fill(db: Database) -> None:
     _conversations(db)
     _facts(db)
+    _moves(db)
     _documents(db)
 
 
@@ -62,15 +66,6 @@ def _facts(db: Database) -> None:
                 references=[f"msg:{SESSION}#1", "doc:MEMORY.md@1"],
             ),
             Fact(
-                content="The user lives in Lisbon.",
-                layer="semantic",
-                kind="profile",
-                category="location",
-                tags=["profile"],
-                confidence=0.9,
-                references=[f"msg:{SESSION}#1"],
-            ),
-            Fact(
                 content="Booked a table at Ao 26 for Friday 20:00.",
                 layer="episodic",
                 kind="event",
@@ -95,6 +90,34 @@ def _facts(db: Database) -> None:
                 confidence=0.7,
             ),
         ]
+    )
+
+
+def _moves(db: Database) -> None:
+    """A fact that changed: the user's city, a chain of two under the key "user.city"."""
+    db.facts.remember(
+        Fact(
+            content="The user lives in Porto.",
+            key=CITY_KEY,
+            kind="profile",
+            category="location",
+            tags=["profile"],
+            confidence=0.9,
+            source="onboarding form",
+            valid_from=MOVED - timedelta(days=400),
+        )
+    )
+    db.facts.remember(
+        Fact(
+            content="The user lives in Lisbon.",
+            key=CITY_KEY,
+            kind="profile",
+            category="location",
+            tags=["profile"],
+            confidence=0.9,
+            references=[f"msg:{SESSION}#1"],
+            valid_from=MOVED,
+        )
     )
 
 

@@ -1,0 +1,188 @@
+"""The facts pages' data: filtered pages of facts, a fact's supersession chain, valid time.
+
+Facts change: a fact with a key is one link of its slot's chain, live until the next link
+supersedes it. The stores' reads show what is live now, so the inspector reaches the
+rest the ways the stores offer: a key's whole chain (`facts.history(key=...)`), a fact's
+own chain (`history(id=...)`), and the facts valid at an earlier moment
+(`list(as_of=...)`), which include those superseded since. Expired facts are not shown:
+no read of a store returns them (`expire()` deletes them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from ..errors import InvalidArgumentError
+from ..protocols import Database
+from ..records import Fact
+from .paging import PAGE_SIZE, Page, paged
+
+__all__ = [
+    "SCAN_SIZE",
+    "FactChain",
+    "FactFilters",
+    "fact_chain",
+    "fact_page",
+    "is_expired",
+    "is_superseded",
+    "parse_moment",
+]
+
+#: Facts valid at a moment looked at per page, at most, when only the superseded ones
+#: are shown: bounded work per request however rare they are (the next page looks on).
+SCAN_SIZE = 200
+
+
+@dataclass(frozen=True)
+class FactFilters:
+    """The facts page's filters. `key` shows that slot's chains (superseded links too);
+    `as_of` the facts valid at that moment; `superseded` only the facts superseded now
+    (in the key's chains, or among the facts valid at `as_of`)."""
+
+    layer: str | None = None
+    kind: str | None = None
+    tags: list[str] = field(default_factory=list)
+    category: str | None = None
+    min_confidence: float | None = None
+    key: str | None = None
+    as_of: datetime | None = None
+    superseded: bool = False
+
+    def params(self) -> dict[str, Any]:
+        """The filters as the page's query parameters (for the pager's links)."""
+        return {
+            "layer": self.layer,
+            "kind": self.kind,
+            "tags": ",".join(self.tags),
+            "category": self.category,
+            "min_confidence": self.min_confidence,
+            "key": self.key,
+            "as_of": None if self.as_of is None else self.as_of.strftime("%Y-%m-%d %H:%M:%S"),
+            "superseded": "1" if self.superseded else None,
+        }
+
+    def accepts(self, fact: Fact) -> bool:
+        """The filters tested on one fact (a key's chain is filtered here, not in SQL)."""
+        return (
+            (self.layer is None or fact.layer == self.layer)
+            and (self.kind is None or fact.kind == self.kind)
+            and all(tag in fact.tags for tag in self.tags)
+            and (self.category is None or fact.category == self.category)
+            and (self.min_confidence is None or fact.confidence >= self.min_confidence)
+            and (self.as_of is None or _valid_at(fact, self.as_of))
+            and (not self.superseded or is_superseded(fact))
+        )
+
+
+def parse_moment(text: str) -> datetime | None:
+    """A moment typed into a filter ("2026-11-27", "2026-11-27 14:30", ISO 8601), in UTC
+    (read as UTC when it names no zone, so the pager's links, which carry it without
+    one, name the same moment); None for an empty text."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidArgumentError(
+            "'valid at' must be a date or time such as 2026-11-27 or 2026-11-27 14:30"
+        ) from None
+    return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def fact_page(db: Database, filters: FactFilters, offset: int, size: int = PAGE_SIZE) -> Page[Fact]:
+    """A page of facts: a key's chains (oldest first), or the facts live now or valid at
+    `as_of` (newest first, filtered by the store before paging)."""
+    if filters.key:
+        chain = [f for f in db.facts.history(key=filters.key) if filters.accepts(f)]
+        return paged(chain[offset : offset + size + 1], offset, size)
+    if filters.superseded:
+        if filters.as_of is None:
+            raise InvalidArgumentError(
+                "superseded facts are found through their key or a 'valid at' time: give one"
+            )
+        return _superseded_at(db, filters, offset)
+    return paged(_list(db, filters, size + 1, offset), offset, size)
+
+
+def _list(db: Database, filters: FactFilters, limit: int, offset: int) -> list[Fact]:
+    return db.facts.list(
+        tags=filters.tags or None,
+        category=filters.category,
+        layer=filters.layer,
+        kind=filters.kind,
+        min_confidence=filters.min_confidence,
+        as_of=filters.as_of,
+        limit=limit,
+        offset=offset,
+    )
+
+
+def _superseded_at(db: Database, filters: FactFilters, offset: int) -> Page[Fact]:
+    """The superseded facts among the next SCAN_SIZE facts valid at `as_of`, up to a
+    page of them: the next page looks on from the first fact not looked at."""
+    looked = _list(db, filters, SCAN_SIZE + 1, offset)
+    rows: list[Fact] = []
+    scanned = 0
+    for fact in looked[:SCAN_SIZE]:
+        if len(rows) == PAGE_SIZE:
+            break
+        scanned += 1
+        if is_superseded(fact):
+            rows.append(fact)
+    more = scanned < len(looked)
+    return Page(rows, offset, more, max(1, scanned), scanned=scanned)
+
+
+@dataclass(frozen=True)
+class FactChain:
+    """A fact's chain, oldest first, with where the fact is in it."""
+
+    links: list[Fact]
+    position: int  # index of the fact in `links`
+
+    @property
+    def previous(self) -> Fact | None:
+        """The fact this one superseded."""
+        return self.links[self.position - 1] if self.position > 0 else None
+
+    @property
+    def following(self) -> Fact | None:
+        """The fact that superseded this one."""
+        return self.links[self.position + 1] if self.position + 1 < len(self.links) else None
+
+
+def fact_chain(db: Database, fact: Fact) -> FactChain:
+    """The chain `fact` belongs to (a fact without a key is a chain of one)."""
+    links = db.facts.history(id=fact.id) if fact.key else []
+    ids = [f.id for f in links]
+    if fact.id not in ids:
+        return FactChain([fact], 0)
+    return FactChain(links, ids.index(fact.id))
+
+
+def is_superseded(fact: Fact, now: datetime | None = None) -> bool:
+    """Whether a later fact of its chain has taken over by now."""
+    return fact.valid_to is not None and _aware(fact.valid_to) <= (now or _now())
+
+
+def is_expired(fact: Fact, now: datetime | None = None) -> bool:
+    """Whether the fact's expiry has passed (an expired fact stays until `expire()`)."""
+    return fact.expires_at is not None and _aware(fact.expires_at) <= (now or _now())
+
+
+def _valid_at(fact: Fact, moment: datetime) -> bool:
+    start = fact.valid_from or fact.created_at
+    if start is not None and _aware(start) > moment:
+        return False
+    return fact.valid_to is None or moment < _aware(fact.valid_to)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
