@@ -93,7 +93,7 @@ def import_document(db: PostgresDB, conn: Conn, row: DocumentRow, counts: Import
         "updated": row.updated_ms,
         "content": encode(row.content),
     }
-    compiler = db.docs._compiler
+    compiler = db.docs.port.compiler
     stored = conn.execute(sql.STORED_DOCUMENT, key).fetchone()
     if stored is None:
         conn.execute(sql.IMPORT_DOCUMENT, values)
