@@ -198,20 +198,22 @@ class PostgresDocumentPort:
         ]
 
     def enabled_contents(self) -> builtins.list[tuple[str, str]]:
-        with self._engine.read() as conn:
-            rows = conn.execute(sql.ENABLED_CONTENTS, {"agent": self._agent}).fetchall()
-        return [(p, decode(c)) for p, c in rows]
+        return self._contents(sql.ENABLED_CONTENTS, {"agent": self._agent})
 
     def memory_contents(self, first: str, last: str) -> builtins.list[tuple[str, str]]:
-        params = {"agent": self._agent, "first": first, "last": last}
-        with self._engine.read() as conn:
-            rows = conn.execute(sql.MEMORY_CONTEXT, params).fetchall()
-        return [(p, decode(c)) for p, c in rows]
+        return self._contents(
+            sql.MEMORY_CONTEXT, {"agent": self._agent, "first": first, "last": last}
+        )
 
     def all_contents(self) -> builtins.list[tuple[str, str]]:
-        with self._engine.read() as conn:  # one statement: the files agree with each other
-            rows = conn.execute(sql.READ_CONTENTS, {"agent": self._agent}).fetchall()
-        return [(p, decode(c)) for p, c in rows]
+        # one statement: the files agree with each other
+        return self._contents(sql.READ_CONTENTS, {"agent": self._agent})
+
+    def _contents(self, statement: str, params: dict[str, Any]) -> builtins.list[tuple[str, str]]:
+        """(path, content) rows, the contents decoded."""
+        with self._engine.read() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [(path, decode(content)) for path, content in rows]
 
 
 class PostgresDocumentStore(DocumentStoreFront):

@@ -187,9 +187,7 @@ class SQLiteDocumentPort:
         return rows[0] if rows else None
 
     def infos(self, prefix: str) -> list[tuple[Any, ...]]:
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.LIST, {"prefix": prefix}).fetchall()
-            return rows
+        return self._rows(sql.LIST, {"prefix": prefix})
 
     def revision_infos(self, path: str) -> list[tuple[Any, ...]] | None:
         with self._engine.read() as conn:
@@ -219,19 +217,18 @@ class SQLiteDocumentPort:
         return [(p, start, end, text, -score) for p, start, end, text, score in rows]
 
     def enabled_contents(self) -> list[tuple[str, str]]:
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.ENABLED_CONTENTS).fetchall()
-            return rows
+        return self._rows(sql.ENABLED_CONTENTS, ())
 
     def memory_contents(self, first: str, last: str) -> list[tuple[str, str]]:
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.MEMORY_CONTEXT, (first, last)).fetchall()
-            return rows
+        return self._rows(sql.MEMORY_CONTEXT, (first, last))
 
     def all_contents(self) -> list[tuple[str, str]]:
-        with self._engine.read() as conn:  # one snapshot: the files agree with each other
-            rows: list[Any] = conn.execute(sql.READ_CONTENTS, {"prefix": ""}).fetchall()
-            return rows
+        return self._rows(sql.READ_CONTENTS, {"prefix": ""})  # one snapshot: files agree
+
+    def _rows(self, statement: str, params: Any) -> list[Any]:
+        with self._engine.read() as conn:
+            rows: list[Any] = conn.execute(statement, params).fetchall()
+        return rows
 
 
 class SQLiteDocumentStore(DocumentStoreFront):
