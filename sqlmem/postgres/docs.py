@@ -198,22 +198,16 @@ class PostgresDocumentPort:
         ]
 
     def enabled_contents(self) -> builtins.list[tuple[str, str]]:
-        return self._contents(sql.ENABLED_CONTENTS, {"agent": self._agent})
+        return _contents(self._engine, sql.ENABLED_CONTENTS, {"agent": self._agent})
 
     def memory_contents(self, first: str, last: str) -> builtins.list[tuple[str, str]]:
-        return self._contents(
-            sql.MEMORY_CONTEXT, {"agent": self._agent, "first": first, "last": last}
+        return _contents(
+            self._engine, sql.MEMORY_CONTEXT, {"agent": self._agent, "first": first, "last": last}
         )
 
     def all_contents(self) -> builtins.list[tuple[str, str]]:
         # one statement: the files agree with each other
-        return self._contents(sql.READ_CONTENTS, {"agent": self._agent})
-
-    def _contents(self, statement: str, params: dict[str, Any]) -> builtins.list[tuple[str, str]]:
-        """(path, content) rows, the contents decoded."""
-        with self._engine.read() as conn:
-            rows = conn.execute(statement, params).fetchall()
-        return [(path, decode(content)) for path, content in rows]
+        return _contents(self._engine, sql.READ_CONTENTS, {"agent": self._agent})
 
 
 class PostgresDocumentStore(DocumentStoreFront):
@@ -226,3 +220,10 @@ class PostgresDocumentStore(DocumentStoreFront):
 def _stored(row: tuple[Any, ...]) -> Stored:
     enabled, order, revision, created, updated, size, content = row
     return Stored(enabled, order, revision, created, updated, size, decode(content))
+
+
+def _contents(engine: Engine, statement: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, content) rows, the contents decoded."""
+    with engine.read() as conn:
+        rows = conn.execute(statement, params).fetchall()
+    return [(path, decode(content)) for path, content in rows]

@@ -187,7 +187,7 @@ class SQLiteDocumentPort:
         return rows[0] if rows else None
 
     def infos(self, prefix: str) -> list[tuple[Any, ...]]:
-        return self._rows(sql.LIST, {"prefix": prefix})
+        return _rows(self._engine, sql.LIST, {"prefix": prefix})
 
     def revision_infos(self, path: str) -> list[tuple[Any, ...]] | None:
         with self._engine.read() as conn:
@@ -217,18 +217,13 @@ class SQLiteDocumentPort:
         return [(p, start, end, text, -score) for p, start, end, text, score in rows]
 
     def enabled_contents(self) -> list[tuple[str, str]]:
-        return self._rows(sql.ENABLED_CONTENTS, ())
+        return _rows(self._engine, sql.ENABLED_CONTENTS, ())
 
     def memory_contents(self, first: str, last: str) -> list[tuple[str, str]]:
-        return self._rows(sql.MEMORY_CONTEXT, (first, last))
+        return _rows(self._engine, sql.MEMORY_CONTEXT, (first, last))
 
     def all_contents(self) -> list[tuple[str, str]]:
-        return self._rows(sql.READ_CONTENTS, {"prefix": ""})  # one snapshot: files agree
-
-    def _rows(self, statement: str, params: Any) -> list[Any]:
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(statement, params).fetchall()
-        return rows
+        return _rows(self._engine, sql.READ_CONTENTS, {"prefix": ""})  # one snapshot: files agree
 
 
 class SQLiteDocumentStore(DocumentStoreFront):
@@ -236,6 +231,12 @@ class SQLiteDocumentStore(DocumentStoreFront):
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(SQLiteDocumentPort(engine))
+
+
+def _rows(engine: Engine, statement: str, params: Any) -> list[Any]:
+    with engine.read() as conn:
+        rows: list[Any] = conn.execute(statement, params).fetchall()
+    return rows
 
 
 def _stored(row: Any) -> Stored | None:
