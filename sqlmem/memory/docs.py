@@ -110,9 +110,7 @@ class InMemoryDocumentPort:
     # -- writes -------------------------------------------------------------------------
 
     def change(self, change: DocumentChange) -> tuple[NewContent, Put]:
-        with self._lock:
-            new = self._new_content(change)
-            return new, self._put(change, new, now_ms())
+        return self.change_all((change,))[0]
 
     def change_all(
         self, changes: Sequence[DocumentChange]

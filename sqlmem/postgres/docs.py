@@ -67,7 +67,7 @@ class PostgresDocumentPort:
 
     def change(self, change: DocumentChange) -> tuple[NewContent, Put]:
         with self._engine.write() as conn:
-            return self._apply(conn, change, now_ms())
+            return self._apply(conn, change, None)
 
     def change_all(
         self, changes: Sequence[DocumentChange]
@@ -76,11 +76,12 @@ class PostgresDocumentPort:
         with self._engine.write() as conn:  # one transaction: all or none
             return [self._apply(conn, change, now) for change in changes]
 
-    def _apply(self, conn: Conn, change: DocumentChange, now: int) -> tuple[NewContent, Put]:
+    def _apply(self, conn: Conn, change: DocumentChange, now: int | None) -> tuple[NewContent, Put]:
         """Read the document under the agent's corpus lock, then store what `change`
-        decides, in the caller's transaction."""
+        decides, in the caller's transaction (`now` None: the time the lock was had)."""
         path = change.path
         conn.execute(sql.LOCK_CORPUS, (self._agent, sql.DOCUMENTS))
+        now = now_ms() if now is None else now
         row = conn.execute(sql.SELECT_FOR_WRITE, self._key(path)).fetchone()
         stored = None if row is None else _stored(row)
         number = change.source_revision
@@ -110,12 +111,10 @@ class PostgresDocumentPort:
             return conn.execute(sql.DELETE, self._key(path)).fetchone() is not None
 
     def set_enabled(self, path: str, enabled: bool) -> bool:
-        with self._engine.write() as conn:
-            return conn.execute(sql.SET_ENABLED, self._key(path, enabled=enabled)).rowcount > 0
+        return _changed(self._engine, sql.SET_ENABLED, self._key(path, enabled=enabled))
 
     def set_sort_order(self, path: str, order: int) -> bool:
-        with self._engine.write() as conn:
-            return conn.execute(sql.SET_SORT_ORDER, self._key(path, order=order)).rowcount > 0
+        return _changed(self._engine, sql.SET_SORT_ORDER, self._key(path, order=order))
 
     def _revision_text(self, conn: Conn, path: str, revision: int) -> RevisionText | None:
         row = conn.execute(sql.READ_REVISION, self._key(path, revision=revision)).fetchone()
@@ -220,6 +219,12 @@ class PostgresDocumentStore(DocumentStoreFront):
 def _stored(row: tuple[Any, ...]) -> Stored:
     enabled, order, revision, created, updated, size, content = row
     return Stored(enabled, order, revision, created, updated, size, decode(content))
+
+
+def _changed(engine: Engine, statement: str, params: dict[str, Any]) -> bool:
+    """Run one write statement; whether it changed a row (False: no document there)."""
+    with engine.write() as conn:
+        return conn.execute(statement, params).rowcount > 0
 
 
 def _contents(engine: Engine, statement: str, params: dict[str, Any]) -> list[tuple[str, str]]:

@@ -165,25 +165,18 @@ class SQLiteDocumentPort:
         return None if number is None else _revision_text(conn, change.path, number)
 
     def delete(self, path: str) -> bool:
-        with self._engine.write() as conn:
-            conn.execute(sql.DELETE, (path,))  # revisions and blocks cascade
-            return bool(conn.changes())
+        return _changed(self._engine, sql.DELETE, (path,))  # revisions and blocks cascade
 
     def set_enabled(self, path: str, enabled: bool) -> bool:
-        with self._engine.write() as conn:
-            conn.execute(sql.SET_ENABLED, (int(enabled), path))
-            return bool(conn.changes())
+        return _changed(self._engine, sql.SET_ENABLED, (int(enabled), path))
 
     def set_sort_order(self, path: str, order: int) -> bool:
-        with self._engine.write() as conn:
-            conn.execute(sql.SET_SORT_ORDER, (order, path))
-            return bool(conn.changes())
+        return _changed(self._engine, sql.SET_SORT_ORDER, (order, path))
 
     # -- reads --------------------------------------------------------------------------
 
     def read(self, path: str) -> tuple[Any, ...] | None:
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.READ, (path,)).fetchall()
+        rows = _rows(self._engine, sql.READ, (path,))
         return rows[0] if rows else None
 
     def infos(self, prefix: str) -> list[tuple[Any, ...]]:
@@ -231,6 +224,13 @@ class SQLiteDocumentStore(DocumentStoreFront):
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(SQLiteDocumentPort(engine))
+
+
+def _changed(engine: Engine, statement: str, params: Any) -> bool:
+    """Run one write statement; whether it changed a row (False: no document there)."""
+    with engine.write() as conn:
+        conn.execute(statement, params)
+        return bool(conn.changes())
 
 
 def _rows(engine: Engine, statement: str, params: Any) -> list[Any]:
