@@ -80,7 +80,7 @@ def plan_put(
     `keep`: how many previous revisions the store keeps."""
     if stored is None:
         on, order = new_flags(path, enabled, sort_order)
-        return Put(True, False, on, order, 1, now, now)
+        return Put(True, False, on, order, 1, now, now, False, False, 0)
     on = stored.enabled if enabled is None else enabled
     order = stored.sort_order if sort_order is None else sort_order
     if stored.content == content:
@@ -93,7 +93,9 @@ def plan_put(
             stored.revision,
             stored.created_ms,
             stored.updated_ms,
-            flags_changed=flags_changed,
+            flags_changed,
+            False,
+            0,
         )
     revision = stored.revision + 1
     return Put(
@@ -104,8 +106,9 @@ def plan_put(
         revision,
         stored.created_ms,
         now,
-        keep_previous=keep > 0,
-        prune_below=prune_below(revision, keep),
+        False,
+        keep > 0,
+        prune_below(revision, keep),
     )
 
 
