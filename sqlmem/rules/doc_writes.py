@@ -13,9 +13,20 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..errors import DocumentNotFoundError
-from .documents import new_flags, prune_below
+from .documents import imported_revision, new_flags, prune_below
 
-__all__ = ["NewContent", "Put", "RevisionText", "Stored", "not_found", "plan_put", "revision_text"]
+__all__ = [
+    "ImportedDocument",
+    "NewContent",
+    "Put",
+    "RevisionText",
+    "Stored",
+    "imports_revision",
+    "merge_imported_document",
+    "not_found",
+    "plan_put",
+    "revision_text",
+]
 
 
 class Stored(NamedTuple):
@@ -127,3 +138,40 @@ def revision_text(path: str, revision: int, found: RevisionText | None) -> str:
             "pruned or never written)"
         )
     return found.content
+
+
+class ImportedDocument(NamedTuple):
+    """What importing a document record over the stored document of its path does: when
+    `replaces`, the record's content becomes revision `revision`, the stored content is
+    kept first when `keep_current`, and kept revisions below `prune_below` go."""
+
+    replaces: bool
+    revision: int
+    keep_current: bool
+    prune_below: int
+
+
+def merge_imported_document(
+    stored_revision: int,
+    stored_updated_ms: int,
+    stored_content: str,
+    revision: int,
+    updated_ms: int,
+    content: str,
+    keep: int,
+) -> ImportedDocument:
+    """The import merge of a document record (`revision`, `updated_ms`, `content`) over
+    a stored document: a higher revision, or the same with a later `updated_at`, replaces
+    it, and the replaced content is always kept as the revision it was (`imported_revision`);
+    an equal or older record changes nothing, so importing a file twice adds nothing."""
+    if (revision, updated_ms) <= (stored_revision, stored_updated_ms):
+        return ImportedDocument(False, stored_revision, False, 0)
+    number = imported_revision(stored_revision, stored_content, revision, content)
+    keep_current = keep > 0 and stored_revision < number
+    return ImportedDocument(True, number, keep_current, prune_below(number, keep))
+
+
+def imports_revision(current: int, keep: int, revision: int) -> bool:
+    """Whether the import adds a kept-revision record numbered `revision` to a document at
+    `current` (0: no document): below the current one, and among the last `keep`."""
+    return prune_below(current, keep) <= revision < current

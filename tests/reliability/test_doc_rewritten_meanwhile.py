@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import sqlmem
-import sqlmem.sqlite.docs as sqlite_docs
+from sqlmem.sqlite.doc_index import prepare_from
 
 
 def _paragraphs(word: str, n: int) -> str:
@@ -29,19 +29,18 @@ def test_a_document_rewritten_at_the_same_revision_is_indexed_again(
         db.docs.write("a.md", first)
         wanted = first.replace("alpha paragraph 400 ", "omega paragraph 400 ")
         rewritten = _paragraphs("zulu", 800)
-        original = sqlite_docs.prepare_from
         meddled = False
 
         def prepare_then_meddle(*args: Any, **kwargs: Any) -> Any:
             nonlocal meddled
-            prepared = original(*args, **kwargs)
+            prepared = prepare_from(*args, **kwargs)
             if not meddled:  # another writer, between the read and the write lock
                 meddled = True
                 db.docs.delete("a.md")
                 assert db.docs.write("a.md", rewritten).revision == 1
             return prepared
 
-        monkeypatch.setattr(sqlite_docs, "prepare_from", prepare_then_meddle)
+        monkeypatch.setattr("sqlmem.sqlite.docs.prepare_from", prepare_then_meddle)
         done = db.docs.write("a.md", wanted)
         assert meddled
         assert (done.revision, db.docs.read("a.md").content) == (2, wanted)  # type: ignore[union-attr]
