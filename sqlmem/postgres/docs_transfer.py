@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..rules.doc_blocks import split_blocks
-from ..rules.documents import imported_revision, prune_below
+from ..rules.doc_writes import imports_revision, merge_imported_document
 from ..rules.export_format import DocumentRow, ImportCounts, RevisionRow, iso_from_ms
 from . import transfer_sql as sql
 from .codec import decode, encode
@@ -93,7 +93,7 @@ def import_document(db: PostgresDB, conn: Conn, row: DocumentRow, counts: Import
         "updated": row.updated_ms,
         "content": encode(row.content),
     }
-    compiler = db.docs._compiler
+    compiler = db.docs.port.compiler
     stored = conn.execute(sql.STORED_DOCUMENT, key).fetchone()
     if stored is None:
         conn.execute(sql.IMPORT_DOCUMENT, values)
@@ -101,16 +101,23 @@ def import_document(db: PostgresDB, conn: Conn, row: DocumentRow, counts: Import
         counts.documents += 1
         return
     revision, updated, old = stored
-    if (row.revision, row.updated_ms) <= (revision, updated):
+    old_content = decode(old)
+    merge = merge_imported_document(
+        revision,
+        updated,
+        old_content,
+        row.revision,
+        row.updated_ms,
+        row.content,
+        db.config.doc_revisions,
+    )
+    if not merge.replaces:
         counts.documents_skipped += 1
         return
-    keep = db.config.doc_revisions
-    old_content = decode(old)
-    number = imported_revision(revision, old_content, row.revision, row.content)
-    if keep > 0 and revision < number:
+    if merge.keep_current:
         conn.execute(sql.KEEP_CURRENT, key)
-    conn.execute(sql.REPLACE_DOCUMENT, {**values, "revision": number})
-    conn.execute(PRUNE_REVISIONS, {**key, "below": prune_below(number, keep)})
+    conn.execute(sql.REPLACE_DOCUMENT, {**values, "revision": merge.revision})
+    conn.execute(PRUNE_REVISIONS, {**key, "below": merge.prune_below})
     write_blocks(conn, compiler, key, old_content, row.content)
     counts.documents += 1
 
@@ -120,7 +127,7 @@ def import_revision(db: PostgresDB, conn: Conn, row: RevisionRow, counts: Import
     key = {"agent": db.agent_id, "path": row.path}
     stored = conn.execute(sql.STORED_REVISION, key).fetchone()
     current = 0 if stored is None else int(stored[0])  # no document: no revision fits
-    if prune_below(current, db.config.doc_revisions) <= row.revision < current:
+    if imports_revision(current, db.config.doc_revisions, row.revision):
         params = {**key, "revision": row.revision, "size": row.size,
                   "updated": row.updated_ms, "content": encode(row.content)}  # fmt: skip
         if conn.execute(sql.ADD_REVISION, params).rowcount:

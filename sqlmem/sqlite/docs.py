@@ -6,20 +6,24 @@ content and flags; `document_revisions` the previous contents, pruned to
 content cut into blocks (runs of non-blank lines) with their line numbers, indexed by
 `document_blocks_fts` through triggers.
 
+`SQLiteDocumentStore` is the shared front (`sqlmem.stores.documents`) over
+`SQLiteDocumentPort`, which only executes: the front has checked the arguments and says
+what each write means (`sqlmem.rules.doc_writes`).
+
 Where the blocks are cut: in Python. A small document (`doc_index.SMALL`, 64 KiB) is
 read and changed in one short transaction, its blocks cut under the write lock (well
 under a millisecond); a larger one is read and its blocks cut before the lock is taken
-(`doc_index.prepare`), then written when the document is still at that revision, else
-cut again there. The split (line numbers, blank
-lines) and the CJK segmentation of the indexed text are rules the in-memory twin applies
-too (`rules.doc_blocks`, `rules.doc_index_work`, `search.query.segment`); doing it in SQL
-would write them twice, and a recursive CTE over lines is neither cheap nor readable.
-Only the blocks around a change are deleted and inserted (the blocks after it get new
-line numbers, which the FTS triggers ignore; see `doc_index`), so editing one passage of
-a large document re-indexes that passage; a change that would re-index more than one
-write may (`rules.doc_index_work`) is refused before anything is written, which bounds
-the time any document write holds the write lock. One transaction holds the content,
-the kept revision, the pruning and the blocks: a crash leaves the previous revision whole.
+(`doc_index.prepare`), then written when the document is still as it was read, else
+cut again there. The split (line numbers, blank lines) and the CJK segmentation of the
+indexed text are rules the in-memory twin applies too (`rules.doc_blocks`,
+`rules.doc_index_work`, `search.query.segment`); doing it in SQL would write them twice,
+and a recursive CTE over lines is neither cheap nor readable. Only the blocks around a
+change are deleted and inserted (the blocks after it get new line numbers, which the FTS
+triggers ignore; see `doc_index`), so editing one passage of a large document re-indexes
+that passage; a change that would re-index more than one write may
+(`rules.doc_index_work`) is refused before anything is written, which bounds the time
+any document write holds the write lock. One transaction holds the content, the kept
+revision, the pruning and the blocks: a crash leaves the previous revision whole.
 
 Writes are one short `BEGIN IMMEDIATE` transaction through the engine's writer (nested
 ones, as in `import_dir` or an `atomic()` block, are savepoints); reads use a pooled
@@ -29,410 +33,235 @@ reader connection.
 from __future__ import annotations
 
 import builtins
-import os
-from datetime import date
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import apsw
 
-from ..doc_records import (
-    Document,
-    DocumentHit,
-    DocumentImport,
-    DocumentInfo,
-    DocumentWrite,
-    RevisionInfo,
-)
-from ..errors import DocumentNotFoundError
-from ..rules.doc_folders import read_folder, write_folder
-from ..rules.doc_render import daily_day, memory_context, recent_window, render_files
-from ..rules.documents import (
-    appended,
-    build_document,
-    build_hit,
-    build_info,
-    build_revision,
-    build_write,
-    check_bool,
-    check_content,
-    check_day,
-    check_doc_path,
-    check_expected_revision,
-    check_prefix,
-    check_revision,
-    check_sort_order,
-    daily_heading,
-    daily_path,
-    edited,
-    new_flags,
-    prune_below,
-    require_revision,
-)
+from ..rules.doc_writes import NewContent, Put, RevisionText, Stored
 from ..rules.encoding import now_ms
-from ..rules.filters import check_limit, check_query
-from ..search.query import MAX_QUERY_TERMS, compiler_for, phrases
+from ..search.query import MAX_QUERY_TERMS, QueryCompiler, compiler_for, phrases
+from ..stores.documents import DocumentStoreFront
+from ..stores.documents_port import DocumentChange, DocumentQuery
 from . import docs_sql as sql
 from .doc_index import SMALL, Prepared, prepare_from, row_for_write, small_row, write_blocks
 from .engine import Engine
 from .fts_any import capped_terms
 
-__all__ = ["SQLiteDocumentStore"]
+__all__ = ["SQLiteDocumentPort", "SQLiteDocumentStore"]
 
 
-class _Put(NamedTuple):
-    """What `_put` did, and the document's state afterwards."""
+class _Read(NamedTuple):
+    """A change worked out from a read before the write lock: the SELECT_FOR_WRITE row
+    it read (None: no document), the new content, and its blocks, cut."""
 
-    created: bool
-    overwritten: bool
-    enabled: bool
-    sort_order: int
-    revision: int
-    created_ms: int
-    updated_ms: int
+    row: Any
+    new: NewContent
+    prepared: Prepared | None
 
 
-class SQLiteDocumentStore:
-    """`DocumentStore` over one database file. Thread-safe (the engine serialises writes)."""
+class SQLiteDocumentPort:
+    """`DocumentPort` over one database file. Thread-safe (the engine serialises writes)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def __repr__(self) -> str:
+    @property
+    def compiler(self) -> QueryCompiler:
+        return compiler_for(self._engine.tokenizer)
+
+    @property
+    def revisions_kept(self) -> int:
+        return self._engine.config.doc_revisions
+
+    def describe(self) -> str:
         return f"<SQLiteDocumentStore {str(self._engine.path)!r}>"
 
     # -- writes -------------------------------------------------------------------------
 
-    def write(
-        self,
-        path: str,
-        content: str,
-        *,
-        enabled: bool | None = None,
-        sort_order: int | None = None,
-        expected_revision: int | None = None,
-    ) -> DocumentWrite:
-        """A small change is made in one short transaction; a large one's blocks are cut
-        from a read outside the write lock (`doc_index.prepare`)."""
-        check_doc_path(path)
-        expected = check_expected_revision(expected_revision)
-        size = check_content(content)
-        if enabled is not None:
-            check_bool(enabled, "enabled")
-        if sort_order is not None:
-            sort_order = check_sort_order(sort_order)
-        if size <= SMALL:
+    def change(self, change: DocumentChange) -> tuple[NewContent, Put]:
+        """A small document changed to a small content: in one short transaction. Else
+        the change is worked out and its blocks cut from a read outside the write lock."""
+        if change.at_least <= SMALL:
             with self._engine.write() as conn:
-                row = small_row(conn, path)
-                require_revision(path, expected, None if row is None else row[3])
-                if row is None or row[7] is not None:  # both small: cut here, quickly
-                    done = self._put(
-                        conn, path, content, size, enabled, sort_order, now_ms(), row, None, True
-                    )
-                    return build_write(path, done.created, done.overwritten, size, done.revision)
-        seen = self._seen(path)
-        require_revision(path, expected, seen[3] if seen else None)
-        prepared = prepare_from(path, seen, content, bounded=True)
+                row = small_row(conn, change.path)
+                if row is None or row[7] is not None:  # (None there: larger than SMALL)
+                    stored = _stored(row)
+                    new = change.new_content(stored, self._source(conn, change))
+                    if new.size <= SMALL:  # both small: cut here, quickly
+                        return self._execute(conn, change, row, stored, new, now_ms())
+        read = self._read(change)
         with self._engine.write() as conn:
-            row = row_for_write(conn, path)
-            require_revision(path, expected, None if row is None else row[3])
-            done = self._put(
-                conn, path, content, size, enabled, sort_order, now_ms(), row, prepared, True
-            )
-        return build_write(path, done.created, done.overwritten, size, done.revision)
+            return self._apply(conn, change, read, now_ms())
 
-    def edit(
-        self,
-        path: str,
-        old_text: str,
-        new_text: str,
-        *,
-        replace_all: bool = False,
-        expected_revision: int | None = None,
-    ) -> int:
-        """The replacement is built from a read outside the write lock (its size worked
-        out from the counts before it is built); under the lock it is stored when the
-        document is still at the revision read, else built again there."""
-        check_doc_path(path)
-        expected = check_expected_revision(expected_revision)
-        with self._engine.write() as conn:  # a small document: all of it here, quickly
-            row = small_row(conn, path)
-            require_revision(path, expected, None if row is None else row[3])
-            if row is None:
-                raise _not_found(path)
-            if row[7] is not None:  # (its result is at most 10 MiB: sized before it is built)
-                content, count = edited(row[7], old_text, new_text, replace_all, row[6])
-                if content != row[7]:
-                    size = check_content(content, "edited content")
-                    self._put(conn, path, content, size, None, None, now_ms(), row)
-                return count
-        seen = self._seen(path)
-        require_revision(path, expected, seen[3] if seen else None)
-        if seen is None:
-            raise _not_found(path)
-        content, count = edited(seen[7], old_text, new_text, replace_all, seen[6])
-        prepared = prepare_from(path, seen, content, bounded=False) if content != seen[7] else None
-        with self._engine.write() as conn:
-            row = row_for_write(conn, path)
-            require_revision(path, expected, None if row is None else row[3])
-            if row is None:
-                raise _not_found(path)
-            if row[3] != seen[3]:  # changed since the read: build it again on this one
-                content, count = edited(row[7], old_text, new_text, replace_all, row[6])
-            if content != row[7]:
-                size = check_content(content, "edited content")
-                self._put(conn, path, content, size, None, None, now_ms(), row, prepared)
-        return count
-
-    def append(self, path: str, text: str, *, expected_revision: int | None = None) -> Document:
-        check_doc_path(path)
-        expected = check_expected_revision(expected_revision)
-        check_content(text, "text")
-        return self._append(path, text, "", expected)
-
-    def append_daily(self, text: str, *, day: date | None = None) -> Document:
-        check_content(text, "text")
-        when = check_day(day)
-        return self._append(daily_path(when), text, daily_heading(when), None)
-
-    def _append(self, path: str, text: str, heading: str, expected: int | None) -> Document:
-        with self._engine.write() as conn:  # a small document: all of it here, quickly
-            row = small_row(conn, path)
-            require_revision(path, expected, None if row is None else row[3])
-            old = heading if row is None else row[7]
-            if old is not None and len(old) + len(text) < SMALL // 4:  # <= SMALL bytes
-                content = appended(old, text)
-                size = check_content(content, "appended content")
-                done = self._put(conn, path, content, size, None, None, now_ms(), row)
-                return _document(path, content, size, done)
-        seen = self._seen(path)
-        require_revision(path, expected, seen[3] if seen else None)
-        content = appended(seen[7] if seen else heading, text)
-        check_content(content, "appended content")
-        prepared = prepare_from(path, seen, content, bounded=False)
-        with self._engine.write() as conn:
-            row = row_for_write(conn, path)
-            require_revision(path, expected, None if row is None else row[3])
-            if (row[3] if row else 0) != prepared.revision:  # changed since the read
-                content = appended(row[7] if row else heading, text)
-            size = check_content(content, "appended content")
-            done = self._put(conn, path, content, size, None, None, now_ms(), row, prepared)
-        return _document(path, content, size, done)
-
-    def delete(self, path: str) -> None:
-        check_doc_path(path)
-        with self._engine.write() as conn:
-            conn.execute(sql.DELETE, (path,))  # revisions and blocks cascade
-            if not conn.changes():
-                raise _not_found(path)
-
-    def set_enabled(self, path: str, enabled: bool) -> None:
-        check_doc_path(path)
-        check_bool(enabled, "enabled")
-        with self._engine.write() as conn:
-            conn.execute(sql.SET_ENABLED, (int(enabled), path))
-            if not conn.changes():
-                raise _not_found(path)
-
-    def set_sort_order(self, path: str, n: int) -> None:
-        check_doc_path(path)
-        order = check_sort_order(n)
-        with self._engine.write() as conn:
-            conn.execute(sql.SET_SORT_ORDER, (order, path))
-            if not conn.changes():
-                raise _not_found(path)
-
-    def restore(self, path: str, revision: int) -> DocumentWrite:
-        check_doc_path(path)
-        number = check_revision(revision)
-        with self._engine.read() as conn:  # the blocks are cut before the write lock
-            content = _revision_content(conn, path, number)
-            seen: Any = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-        prepared = prepare_from(path, seen[0] if seen else None, content, bounded=True)
-        with self._engine.write() as conn:
-            content = _revision_content(conn, path, number)  # a numbered revision: the same
-            size = check_content(content)
-            row = row_for_write(conn, path)
-            done = self._put(conn, path, content, size, None, None, now_ms(), row, prepared, True)
-        return build_write(path, done.created, done.overwritten, size, done.revision)
-
-    def import_dir(self, folder: str | os.PathLike[str]) -> DocumentImport:
-        found, skipped = read_folder(folder)  # before the write lock: file reads are slow
-        for _, content in found:
-            check_content(content)
-        # Cut before the write lock too; a file that would index more than one write may
-        # is refused here, before anything is written.
-        plans = [
-            prepare_from(path, self._seen(path), content, bounded=True) for path, content in found
-        ]
-        created = updated = unchanged = 0
+    def change_all(
+        self, changes: Sequence[DocumentChange]
+    ) -> builtins.list[tuple[NewContent, Put]]:
+        reads = [self._read(change) for change in changes]  # cut before the write lock
         now = now_ms()
-        with self._engine.write() as conn:  # one transaction: all files or none
-            for (path, content), prepared in zip(found, plans, strict=True):
-                size = check_content(content)
-                row = row_for_write(conn, path)
-                done = self._put(conn, path, content, size, None, None, now, row, prepared, True)
-                created += done.created
-                updated += done.overwritten
-                unchanged += not (done.created or done.overwritten)
-        return DocumentImport.model_construct(
-            created=created, updated=updated, unchanged=unchanged, skipped=skipped
-        )
+        with self._engine.write() as conn:  # one transaction: all or none
+            return [
+                self._apply(conn, change, read, now)
+                for change, read in zip(changes, reads, strict=True)
+            ]
 
-    def _put(
+    def _read(self, change: DocumentChange) -> _Read:
+        """The change worked out from the document as it is now, read outside the write
+        lock (inside an `atomic()` block, on its connection: its own writes), its blocks
+        cut; a bounded change that would index more than one write may is refused here,
+        before anything is written."""
+        with self._engine.read() as conn:
+            row = row_for_write(conn, change.path)
+            source = self._source(conn, change)
+        new = change.new_content(_stored(row), source)
+        if row is not None and new.text == row[7]:
+            return _Read(row, new, None)
+        return _Read(row, new, prepare_from(change.path, row, new.text, bounded=change.bounded))
+
+    def _apply(
+        self, conn: apsw.Connection, change: DocumentChange, read: _Read, now: int
+    ) -> tuple[NewContent, Put]:
+        """`read` under the write lock: kept when the document is still as read, else
+        worked out again on the row read now."""
+        row = row_for_write(conn, change.path)
+        stored = _stored(row)
+        if _same(row, read.row):
+            return self._execute(conn, change, row, stored, read.new, now, read.prepared)
+        new = change.new_content(stored, self._source(conn, change))
+        return self._execute(conn, change, row, stored, new, now)
+
+    def _execute(
         self,
         conn: apsw.Connection,
-        path: str,
-        content: str,
-        size: int,
-        enabled: bool | None,
-        sort_order: int | None,
-        now: int,
+        change: DocumentChange,
         row: Any,
+        stored: Stored | None,
+        new: NewContent,
+        now: int,
         prepared: Prepared | None = None,
-        bounded: bool = False,
-    ) -> _Put:
-        """Store `content` at `path` inside the caller's transaction (`row`: its
-        SELECT_FOR_WRITE row, read in this transaction; None: no document there).
-        `prepared`: the blocks cut outside the lock, used when the document is still at
-        the revision they were cut from; `bounded`: a whole new content from the caller
-        (write, restore, import_dir), refused when it would index more than one write may."""
-        if prepared is not None and prepared.revision != (row[3] if row else 0):
-            prepared = None
-        if row is None:
-            on, order = new_flags(path, enabled, sort_order)
-            pk = conn.execute(sql.INSERT, (path, int(on), order, size, now, now, content)).get
-            write_blocks(conn, path, pk, None, content, prepared, bounded=bounded)
-            return _Put(True, False, on, order, 1, now, now)
-        pk, old_on, old_order, revision, created_ms, updated_ms = row[:6]
-        on = bool(old_on) if enabled is None else enabled
-        order = old_order if sort_order is None else sort_order
-        if row[7] == content:
-            if on != bool(old_on) or order != old_order:
-                conn.execute(sql.UPDATE_FLAGS, (int(on), order, pk))
-            return _Put(False, False, on, order, revision, created_ms, updated_ms)
-        keep = self._engine.config.doc_revisions
-        if keep > 0:
-            conn.execute(sql.KEEP_REVISION, (pk,))
-        conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(revision + 1, keep)))
-        write_blocks(conn, path, pk, row[7], content, prepared, bounded=bounded)
-        conn.execute(sql.UPDATE_CONTENT, (content, size, revision + 1, now, int(on), order, pk))
-        return _Put(False, True, on, order, revision + 1, created_ms, now)
+    ) -> tuple[NewContent, Put]:
+        """Store what `change` decides over `row` (its SELECT_FOR_WRITE row, read in this
+        transaction). `prepared`: the blocks of exactly this change, or None (cut here)."""
+        put = change.put(stored, new, now)
+        path = change.path
+        if put.created:
+            values = (path, int(put.enabled), put.sort_order, new.size, now, now, new.text)
+            pk = conn.execute(sql.INSERT, values).get
+            write_blocks(conn, path, pk, None, new.text, prepared, bounded=change.bounded)
+        elif put.overwritten:
+            pk = row[0]
+            if put.keep_previous:
+                conn.execute(sql.KEEP_REVISION, (pk,))
+            conn.execute(sql.PRUNE_REVISIONS, (pk, put.prune_below))
+            write_blocks(conn, path, pk, row[7], new.text, prepared, bounded=change.bounded)
+            content = (new.text, new.size, put.revision, now, int(put.enabled), put.sort_order)
+            conn.execute(sql.UPDATE_CONTENT, (*content, pk))
+        elif put.flags_changed:
+            conn.execute(sql.UPDATE_FLAGS, (int(put.enabled), put.sort_order, row[0]))
+        return new, put
 
-    def _seen(self, path: str) -> Any:
-        """The SELECT_FOR_WRITE row as it is now (None: no document), read outside the
-        write lock (inside an `atomic()` block, on its connection: its own writes)."""
-        with self._engine.read() as conn:
-            found: list[Any] = conn.execute(sql.SELECT_FOR_WRITE, (path,)).fetchall()
-        return found[0] if found else None
+    def _source(self, conn: apsw.Connection, change: DocumentChange) -> RevisionText | None:
+        number = change.source_revision
+        return None if number is None else _revision_text(conn, change.path, number)
+
+    def delete(self, path: str) -> bool:
+        return _changed(self._engine, sql.DELETE, (path,))  # revisions and blocks cascade
+
+    def set_enabled(self, path: str, enabled: bool) -> bool:
+        return _changed(self._engine, sql.SET_ENABLED, (int(enabled), path))
+
+    def set_sort_order(self, path: str, order: int) -> bool:
+        return _changed(self._engine, sql.SET_SORT_ORDER, (order, path))
 
     # -- reads --------------------------------------------------------------------------
 
-    def read(self, path: str) -> Document | None:
-        check_doc_path(path)
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.READ, (path,)).fetchall()
-        if not rows:
-            return None
-        p, content, enabled, order, revision, created, updated, size = rows[0]
-        return build_document(p, content, enabled, order, revision, created, updated, size)
+    def read(self, path: str) -> tuple[Any, ...] | None:
+        rows = _rows(self._engine, sql.READ, (path,))
+        return rows[0] if rows else None
 
-    def list(self, prefix: str = "") -> list[DocumentInfo]:
-        check_prefix(prefix)
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.LIST, {"prefix": prefix}).fetchall()
-        return [build_info(*row) for row in rows]
+    def infos(self, prefix: str) -> list[tuple[Any, ...]]:
+        return _rows(self._engine, sql.LIST, {"prefix": prefix})
 
-    def revisions(self, path: str) -> builtins.list[RevisionInfo]:
-        check_doc_path(path)
+    def revision_infos(self, path: str) -> list[tuple[Any, ...]] | None:
         with self._engine.read() as conn:
             row = conn.execute(sql.PK_AND_REVISION, (path, None)).fetchall()
             if not row:
-                raise _not_found(path)
+                return None
             rows: list[Any] = conn.execute(sql.REVISIONS, (row[0][0],)).fetchall()
-        return [build_revision(*r) for r in rows]
+            return rows
 
-    def read_revision(self, path: str, revision: int) -> str:
-        check_doc_path(path)
-        number = check_revision(revision)
+    def revision_text(self, path: str, revision: int) -> RevisionText | None:
         with self._engine.read() as conn:
-            return _revision_content(conn, path, number)
+            return _revision_text(conn, path, revision)
 
-    def search(
-        self, query: str, *, top_k: int = 10, prefix: str = ""
-    ) -> builtins.list[DocumentHit]:
-        check_query(query, "any")
-        limit = check_limit(top_k, "top_k")
-        check_prefix(prefix)
-        compiler = compiler_for(self._engine.tokenizer)
-        terms = compiler.terms(query)
-        if not terms or limit <= 0:
-            return []
-        match = compiler.match(query, "any") if len(terms) <= MAX_QUERY_TERMS else None
+    def search(self, query: DocumentQuery) -> list[tuple[Any, ...]]:
+        compiler = self.compiler
+        terms = query.terms
+        match = compiler.match(query.query, "any") if len(terms) <= MAX_QUERY_TERMS else None
         with self._engine.read() as conn:
             if match is None:  # a long query: its rarest words, counted in this snapshot
                 match = phrases(capped_terms(conn, sql.ANY, terms, "any"), " OR ")
                 if match is None:
                     return []
-            params = {"query": match, "limit": limit, "prefix": prefix}
+            params = {"query": match, "limit": query.limit, "prefix": query.prefix}
             rows: list[Any] = conn.execute(
-                sql.SEARCH_PREFIX if prefix else sql.SEARCH, params
+                sql.SEARCH_PREFIX if query.prefix else sql.SEARCH, params
             ).fetchall()
-        return [build_hit(p, start, end, text, -score) for p, start, end, text, score in rows]
+        return [(p, start, end, text, -score) for p, start, end, text, score in rows]
 
-    def render_files(self) -> str:
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.ENABLED_CONTENTS).fetchall()
-        return render_files(rows)
+    def enabled_contents(self) -> list[tuple[str, str]]:
+        return _rows(self._engine, sql.ENABLED_CONTENTS, ())
 
-    def render_memory_context(self, *, today: date | None = None, recent_days: int = 7) -> str:
-        first, day = recent_window(today, recent_days)
-        with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(
-                sql.MEMORY_CONTEXT, (daily_path(first), daily_path(day))
-            ).fetchall()
-        memory = None
-        notes: dict[date, str] = {}
-        for path, content in rows:
-            if path == "MEMORY.md":
-                memory = content
-            elif (when := daily_day(path)) is not None:
-                notes[when] = content
-        return memory_context(memory, notes, day, first)
+    def memory_contents(self, first: str, last: str) -> list[tuple[str, str]]:
+        return _rows(self._engine, sql.MEMORY_CONTEXT, (first, last))
 
-    def export_dir(self, folder: str | os.PathLike[str]) -> int:
-        with self._engine.read() as conn:  # one snapshot: the files agree with each other
-            rows: list[Any] = conn.execute(sql.READ_CONTENTS, {"prefix": ""}).fetchall()
-        return write_folder(folder, rows)
+    def all_contents(self) -> list[tuple[str, str]]:
+        return _rows(self._engine, sql.READ_CONTENTS, {"prefix": ""})  # one snapshot: files agree
 
 
-def _document(path: str, content: str, size: int, done: _Put) -> Document:
-    return build_document(
-        path,
-        content,
-        done.enabled,
-        done.sort_order,
-        done.revision,
-        done.created_ms,
-        done.updated_ms,
-        size,
-    )
+class SQLiteDocumentStore(DocumentStoreFront):
+    """`DocumentStore` over one database file: the shared front over `SQLiteDocumentPort`."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(SQLiteDocumentPort(engine))
 
 
-def _not_found(path: str) -> DocumentNotFoundError:
-    return DocumentNotFoundError(f"no document at {path!r}")
+def _changed(engine: Engine, statement: str, params: Any) -> bool:
+    """Run one write statement; whether it changed a row (False: no document there)."""
+    with engine.write() as conn:
+        conn.execute(statement, params)
+        return bool(conn.changes())
 
 
-def _revision_content(conn: apsw.Connection, path: str, revision: int) -> str:
-    """The content of `revision` (the current one, or a kept previous one)."""
-    row = conn.execute(sql.PK_AND_REVISION, (path, revision)).fetchall()
-    if not row:
-        raise _not_found(path)
-    pk, current, content = row[0]
+def _rows(engine: Engine, statement: str, params: Any) -> list[Any]:
+    with engine.read() as conn:
+        rows: list[Any] = conn.execute(statement, params).fetchall()
+    return rows
+
+
+def _stored(row: Any) -> Stored | None:
+    if row is None:
+        return None
+    _, enabled, order, revision, created, updated, size, content = row
+    return Stored(bool(enabled), order, revision, created, updated, size, content)
+
+
+def _same(row: Any, read: Any) -> bool:
+    """The document is as it was read: the same revision of the same content (a document
+    deleted and written again may be at the same revision number)."""
+    if row is None or read is None:
+        return row is read
+    return bool(row[3] == read[3] and row[7] == read[7])
+
+
+def _revision_text(conn: apsw.Connection, path: str, revision: int) -> RevisionText | None:
+    """The current revision and the content of `revision` (the current one, or a kept
+    previous one); None: no document."""
+    rows: list[Any] = conn.execute(sql.PK_AND_REVISION, (path, revision)).fetchall()
+    if not rows:
+        return None
+    pk, current, content = rows[0]
     if revision == current:
-        return str(content)
-    found = conn.execute(sql.READ_REVISION, (pk, revision)).fetchall()
-    if not found:
-        raise DocumentNotFoundError(
-            f"{path!r} has no revision {revision} (current {current}; pruned or never written)"
-        )
-    return str(found[0][0])
+        return RevisionText(current, str(content))
+    found: list[Any] = conn.execute(sql.READ_REVISION, (pk, revision)).fetchall()
+    return RevisionText(current, str(found[0][0]) if found else None)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..rules.documents import imported_revision, prune_below
+from ..rules.doc_writes import imports_revision, merge_imported_document
 from ..rules.export_format import DocumentRow, ImportCounts, RevisionRow, iso_from_ms
 from . import docs_sql as sql
 from .doc_index import write_blocks
@@ -112,14 +112,16 @@ def import_document(
         counts.documents += 1
         return
     pk, revision, updated, old = stored[0]
-    if (row.revision, row.updated_ms) <= (revision, updated):
+    merge = merge_imported_document(
+        revision, updated, old, row.revision, row.updated_ms, row.content, keep
+    )
+    if not merge.replaces:
         counts.documents_skipped += 1
         return
-    number = imported_revision(revision, old, row.revision, row.content)
-    if keep > 0 and revision < number:
+    if merge.keep_current:
         conn.execute(_KEEP_CURRENT, (pk,))
-    conn.execute(_REPLACE, (*values[:2], number, *values[3:], pk))
-    conn.execute(sql.PRUNE_REVISIONS, (pk, prune_below(number, keep)))
+    conn.execute(_REPLACE, (*values[:2], merge.revision, *values[3:], pk))
+    conn.execute(sql.PRUNE_REVISIONS, (pk, merge.prune_below))
     write_blocks(conn, row.path, pk, old, row.content, bounded=False)
     counts.documents += 1
 
@@ -130,7 +132,7 @@ def import_revision(
     stored: list[Any] = conn.execute(_STORED, (row.path,)).fetchall()
     if stored:
         pk, revision = stored[0][:2]
-        if prune_below(revision, keep) <= row.revision < revision:
+        if imports_revision(revision, keep, row.revision):
             conn.execute(_ADD_REVISION, (pk, row.revision, row.size, row.updated_ms, row.content))
             if conn.changes():
                 counts.revisions += 1

@@ -171,8 +171,8 @@ def test_import_is_one_transaction(open_db: OpenDB, tmp_path: Path) -> None:
         (tmp_path / f"n{n}.md").write_text(f"note {n}")
     db.docs.write("n0.md", "old")
     calls = 0
-    store = db.docs
-    original = store._put  # type: ignore[attr-defined]
+    store = db.docs.port  # the backend's port stores each file
+    original = store._execute  # type: ignore[attr-defined]
 
     def failing(*args: object, **kwargs: object) -> object:
         nonlocal calls
@@ -181,10 +181,10 @@ def test_import_is_one_transaction(open_db: OpenDB, tmp_path: Path) -> None:
             raise sqlmem.SqlmemError("disk full (simulated)")
         return original(*args, **kwargs)
 
-    store._put = failing  # type: ignore[attr-defined]
+    store._execute = failing  # type: ignore[attr-defined]
     with pytest.raises(sqlmem.SqlmemError, match="simulated"):
-        store.import_dir(tmp_path)
-    store._put = original  # type: ignore[attr-defined]
+        db.docs.import_dir(tmp_path)
+    store._execute = original  # type: ignore[attr-defined]
     assert [i.path for i in db.docs.list()] == ["n0.md"]
     assert db.docs.read("n0.md").content == "old"  # type: ignore[union-attr]
 
