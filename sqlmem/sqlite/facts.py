@@ -55,6 +55,7 @@ through the engine's writer. Memory items: remember and promotion in
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -65,7 +66,7 @@ from ..errors import InvalidQueryError
 from ..protocols import Embedder
 from ..records import Fact
 from ..rules.encoding import dumps_json, now_ms
-from ..rules.filters import NO_FILTERS, FactRow
+from ..rules.filters import NO_FILTERS, FactRow, Filters
 from ..rules.rows import facts_from_rows
 from ..search.query import MAX_QUERY_TERMS, Mode, QueryCompiler, compiler_for, phrases
 from ..stores.facts import FactStoreFront, raw_match
@@ -81,7 +82,7 @@ if TYPE_CHECKING:
     from ..search.embedding import Embedding
     from .vectors import FactVectors
 
-__all__ = ["SQLiteFactPort", "SQLiteFactStore", "raw_match"]
+__all__ = ["SQLiteFactPort", "SQLiteFactStore", "raw_match", "scalar_equality"]
 
 
 class SQLiteFactPort:
@@ -339,7 +340,7 @@ class SQLiteFactPort:
         limited = listing.limit is not None
         if limited:
             params["limit"], params["offset"] = listing.limit, listing.offset
-        scalar = sql.scalar_equality(filters)
+        scalar = scalar_equality(filters)
         if scalar is not None:  # one key equal to a scalar: its path, no json_each walk
             del params["meta"], params["mops"]
             params["mpath"], params["mvalue"] = scalar
@@ -417,6 +418,22 @@ class SQLiteFactStore(FactStoreFront):
 
     def _query_compiler(self) -> QueryCompiler:
         return self._port.compiler
+
+
+#: Characters a quoted JSON path label cannot hold as the stored JSON text spells them
+#: (JSON escapes them; SQLite compares a label with the text as written).
+_UNSPELLABLE = re.compile(r'["\\\x00-\x1f]')
+
+
+def scalar_equality(filters: Filters) -> tuple[str, str] | None:
+    """(`:mpath`, `:mvalue`) when the metadata filter is one key equal to a scalar whose
+    path can be spelt; None otherwise (the general predicate applies)."""
+    if len(filters.metadata) != 1:
+        return None
+    key, op, value = filters.metadata[0]
+    if op != "eq" or isinstance(value, (list, dict)) or _UNSPELLABLE.search(key):
+        return None
+    return f'$."{key}"', dumps_json(value)
 
 
 def _fact_vectors(engine: Engine, embedding: Embedding) -> FactVectors:

@@ -27,11 +27,8 @@ Filters are SQL predicates over `facts AS f`, named parameters supplied by
 
 from __future__ import annotations
 
-import re
 from functools import cache, lru_cache
 
-from ..rules.encoding import dumps_json
-from ..rules.filters import Filters
 from .fts_any import any_queries
 from .fts_names import FACTS_FTS
 
@@ -66,7 +63,6 @@ __all__ = [
     "VALID_AT",
     "list_sql",
     "live_test",
-    "scalar_equality",
     "search_live_sql",
     "search_sql",
     "upsert_sql",
@@ -208,7 +204,7 @@ AND NOT EXISTS (
 
 # The usual filter of `search_by_metadata` (and of `list(metadata=...)`): one key equal to
 # a scalar. The fact's value is read through the key's path (`:mpath`, `$."key"`, built
-# by `scalar_equality` only for keys a quoted path spells exactly) and compared with the
+# by `facts.scalar_equality` only for keys a quoted path spells) and compared with the
 # wanted value as SQLite parses its JSON text (`:mvalue`): the atom, then (on the few
 # rows with an equal atom) the JSON type, so true/1/"1" differ exactly as in the general
 # predicate. A path lookup in a parse SQLite caches costs far less per row than the
@@ -218,22 +214,6 @@ _METADATA_SCALAR = (
     "json_extract(f.metadata, :mpath) IS json_extract(:mvalue, '$')"
     " AND json_type(f.metadata, :mpath) = json_type(:mvalue)"
 )
-#: Characters a quoted JSON path label cannot hold as the stored JSON text spells them
-#: (JSON escapes them; SQLite compares a label with the text as written).
-_UNSPELLABLE = re.compile(r'["\\\x00-\x1f]')
-
-
-def scalar_equality(filters: Filters) -> tuple[str, str] | None:
-    """(`:mpath`, `:mvalue`) when the metadata filter is one key equal to a scalar whose
-    path can be spelt; None otherwise (the general predicate applies)."""
-    if len(filters.metadata) != 1:
-        return None
-    key, op, value = filters.metadata[0]
-    if op != "eq" or isinstance(value, (list, dict)) or _UNSPELLABLE.search(key):
-        return None
-    return f'$."{key}"', dumps_json(value)
-
-
 # Which wanted tag drives a tag-filtered list: the one fewest facts hold (each counted in
 # fact_tags' primary key; an absent tag counts 0 and ends the list at once).
 _RAREST_TAG = """d.tag = (SELECT w.value FROM json_each(:tags) AS w
@@ -349,7 +329,7 @@ def list_sql(
     down facts_created_at that stops after `limit` passing rows: cheap per row, and
     immediate for a tag most facts hold (tests/unit/test_many_tags.py pins its work). A
     category is driven by its index (facts_category) either way. `scalar`: the metadata
-    filter is `scalar_equality`'s (params `mpath`, `mvalue` instead of `meta`, `mops`).
+    filter is `facts.scalar_equality`'s (params `mpath`, `mvalue`, not `meta`, `mops`).
     """
     predicates = (*_PREDICATES[:-1], _METADATA_SCALAR) if scalar else _PREDICATES
     where = [*_where(key, item_key, predicates), live_test(item_key)]

@@ -1,5 +1,5 @@
 """`search_by_metadata(key, value)` on SQLite reads a scalar through the key's JSON path
-(`facts_sql.scalar_equality`) instead of walking the metadata: random keys (dots,
+(`scalar_equality`) instead of walking the metadata: random keys (dots,
 brackets, quotes, backslashes, control characters, non-ASCII, empty) and random scalar
 values of every JSON type must select exactly the facts the in-memory store selects, in
 the same order, with and without a limit; `true`, `1`, `1.0` and `"1"` stay four
@@ -19,9 +19,8 @@ from sqlmem.config import StoreConfig
 from sqlmem.memory.facts import InMemoryFactStore
 from sqlmem.records import Fact
 from sqlmem.rules.filters import metadata_equal_filter
-from sqlmem.sqlite import facts_sql
 from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore
+from sqlmem.sqlite.facts import SQLiteFactStore, scalar_equality
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -92,7 +91,7 @@ def test_typed_values_stay_distinct(sqlite_store: SQLiteFactStore) -> None:
         [Fact(id=f"v{i}", content="v", metadata={"k": v}) for i, v in enumerate(values)]
     )
     for i, value in enumerate(values):
-        assert facts_sql.scalar_equality(metadata_equal_filter("k", value)) is not None
+        assert scalar_equality(metadata_equal_filter("k", value)) is not None
         assert [f.id for f in sqlite_store.search_by_metadata("k", value)] == [f"v{i}"]
     assert sqlite_store.search_by_metadata("absent", None) == []
 
@@ -100,8 +99,8 @@ def test_typed_values_stay_distinct(sqlite_store: SQLiteFactStore) -> None:
 def test_which_filters_take_the_path() -> None:
     """One scalar equality on a key a quoted path spells; anything else keeps the general
     predicate (a key with a quote, a backslash or a control character; containers)."""
-    assert facts_sql.scalar_equality(metadata_equal_filter("a.b", 2)) == ('$."a.b"', "2")
+    assert scalar_equality(metadata_equal_filter("a.b", 2)) == ('$."a.b"', "2")
     for key in ('q"', "back\\slash", "nul\x00", "line\n"):
-        assert facts_sql.scalar_equality(metadata_equal_filter(key, 1)) is None
-    assert facts_sql.scalar_equality(metadata_equal_filter("k", [1])) is None
-    assert facts_sql.scalar_equality(metadata_equal_filter("k", {"a": 1})) is None
+        assert scalar_equality(metadata_equal_filter(key, 1)) is None
+    assert scalar_equality(metadata_equal_filter("k", [1])) is None
+    assert scalar_equality(metadata_equal_filter("k", {"a": 1})) is None
