@@ -56,7 +56,6 @@ __all__ = ["InMemoryFactPort", "InMemoryFactStore"]
 class InMemoryFactPort:
     """The facts in a dict, under one lock (an `InMemoryDB` shares its own)."""
 
-    embedder_hint: str = "InMemoryFactStore(embedder=...)"
     raw_refusal: str | None = (
         "mode='raw' (FTS5 query syntax) needs the SQLite store; "
         "InMemoryFactStore supports 'any' and 'all'"

@@ -27,6 +27,8 @@ __all__ = ["InMemoryFactVectors"]
 class InMemoryFactVectors:
     """The vectors of one in-memory fact store (its `vectors` slot)."""
 
+    hint = "InMemoryFactStore(embedder=...)"
+
     def __init__(self, port: InMemoryFactPort, embedding: Embedding | None) -> None:
         self._port = port
         self._embedding = embedding

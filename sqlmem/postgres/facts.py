@@ -53,7 +53,6 @@ class PostgresFactPort:
     """One agent's fact rows in a PostgreSQL database; thread-safe (pooled connections,
     the agent's corpus row locked by every write)."""
 
-    embedder_hint: str = "open the store with embedder=..."
     raw_refusal: str | None = (
         "mode='raw' (FTS5 query syntax) needs the SQLite store; "
         "the PostgreSQL store supports 'any', 'all', 'vector' and 'hybrid'"

@@ -89,7 +89,6 @@ class SQLiteFactPort:
     """The fact store's storage on one database file: SQL through the engine's pooled
     readers and its single writer (which serialises writes: thread-safe)."""
 
-    embedder_hint: str = "open the store with embedder=..."
     raw_refusal: str | None = None
 
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:

@@ -155,7 +155,7 @@ class FactStoreFront:
 
     def _require_embedder(self, what: str) -> None:
         if self._port.vectors.embedder is None:
-            raise InvalidArgumentError(f"{what} needs an embedder: {self._port.embedder_hint}")
+            raise InvalidArgumentError(f"{what} needs an embedder: {self._port.vectors.hint}")
 
     # -- reads --------------------------------------------------------------------------
 

@@ -56,11 +56,17 @@ class FactListing:
 
 
 class FactVectorSlot(Protocol):
-    """A store's vectors as the front sees them: the embedder (None: BM25 only), and the
-    filling of missing vectors (only called when there is an embedder)."""
+    """A store's vectors as the front sees them: the embedder (None: BM25 only), how a
+    user gives the store one, and the filling of missing vectors (only called when there
+    is an embedder)."""
 
     @property
     def embedder(self) -> Embedder | None: ...
+
+    @property
+    def hint(self) -> str:
+        """How to open this store with an embedder (ends the "needs an embedder" error)."""
+        ...
 
     def embed_pending(self, batch_size: int, progress: Progress | None) -> int: ...
 
@@ -69,8 +75,6 @@ class FactVectorSlot(Protocol):
 class FactStorePort(Protocol):
     """The storage operations of one backend's fact store."""
 
-    #: How a user gives this store an embedder (ends the "needs an embedder" error).
-    embedder_hint: str
     #: Why mode "raw" is refused here, or None when FTS5 queries run.
     raw_refusal: str | None
 

@@ -42,6 +42,8 @@ class PortVectors(Generic[_Backend]):
 
     __slots__ = ("backend",)
 
+    hint = "open the store with embedder=..."
+
     def __init__(self, backend: _Backend | None) -> None:
         self.backend = backend
 

@@ -52,7 +52,6 @@ def test_the_store_is_the_front_over_a_port(target: Target, db: Database) -> Non
 class _Refusing:
     """A port every call of which fails the test: for what the front alone decides."""
 
-    embedder_hint = "given by the test"
     raw_refusal = None
 
     def __getattr__(self, name: str) -> Any:
