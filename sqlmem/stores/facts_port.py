@@ -5,17 +5,18 @@ Everything reaching a port is already checked: rows come from `rules.filters.pre
 (batches merged by `merge_batch`), ids are ids a fact can have, filters are built once
 from the caller's keywords, limits are positive. A port therefore only runs its storage
 (SQL on SQLite and PostgreSQL, dictionary work in memory) and builds `Fact`s from what it
-read; it never re-checks an argument and never raises for one.
+read; it never re-checks an argument. It reports only what the storage alone knows: an
+unknown fact to supersede (`FactNotFoundError`), a raw FTS5 query SQLite cannot parse
+(`InvalidQueryError`).
 """
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from ..protocols import Embedder
+from ..protocols import Embedder, SearchMode
 from ..records import Fact
 from ..rules.filters import FactRow, Filters
 from ..rules.items import ItemFilters
@@ -35,7 +36,7 @@ class FactQuery:
     its words for the hybrid's lexical leg (possibly none). `limit` > 0."""
 
     text: str
-    mode: Literal["any", "all", "raw", "vector", "hybrid"]
+    mode: SearchMode
     limit: int
     filters: Filters
     items: ItemFilters
@@ -86,36 +87,71 @@ class FactStorePort(Protocol):
     @property
     def vectors(self) -> FactVectorSlot: ...
 
-    # writes: rows checked and merged, `embed` False for an import (vectors come later)
-    def write(self, rows: Sequence[FactRow], *, embed: bool) -> None: ...
+    # -- writes: rows checked (and a batch merged by id) by the front ------------------
 
-    def remember(self, row: FactRow) -> str: ...
+    def write(self, rows: Sequence[FactRow], *, embed: bool) -> None:
+        """Upsert `rows` in one transaction, keyed facts placed in their chains; with
+        `embed`, their vectors too (computed before the transaction)."""
+        ...
 
-    def supersede(self, old_id: str, row: FactRow) -> str: ...
+    def remember(self, row: FactRow) -> str:
+        """Merge `row` into the oldest live fact of the same text, layer and key (the id
+        merged into), or store it (its id)."""
+        ...
 
-    def promote(self, fact_id: str, layer: str) -> Fact | None: ...
+    def supersede(self, old_id: str, row: FactRow) -> str:
+        """Store `row` right after `old_id` in that fact's chain; `FactNotFoundError` for
+        an unknown `old_id`."""
+        ...
 
-    def promote_eligible(self, params: dict[str, Any]) -> builtins.list[str]: ...
+    def promote(self, fact_id: str, layer: str) -> Fact | None:
+        """Move an unexpired fact to `layer` (into its key's chain there); None when there
+        is no such fact."""
+        ...
 
-    def expire(self) -> int: ...
+    def promote_eligible(self, params: dict[str, Any]) -> list[str]:
+        """`rules.items.promotion`'s params: the ids moved, oldest first."""
+        ...
 
-    def delete(self, ids: Sequence[str]) -> int: ...
+    def expire(self) -> int:
+        """Delete the expired facts; how many."""
+        ...
 
-    # reads
-    def get(self, fact_id: str) -> Fact | None: ...
+    def delete(self, ids: Sequence[str]) -> int:
+        """Delete these facts (expired ones too); how many were stored."""
+        ...
+
+    # -- reads: live facts only, `get` and history aside ---------------------------------
+
+    def get(self, fact_id: str) -> Fact | None:
+        """The fact, superseded or not, unless it expired."""
+        ...
 
     def count(self) -> int: ...
 
-    def history_of_key(self, key: str) -> builtins.list[Fact]: ...
+    def history_of_key(self, key: str) -> list[Fact]:
+        """The key's facts of every layer, unexpired, oldest first by valid time."""
+        ...
 
-    def history_of_fact(self, fact_id: str) -> builtins.list[Fact]: ...
+    def history_of_fact(self, fact_id: str) -> list[Fact]:
+        """The chain of the fact in its layer (the fact alone when in none; [] when
+        unknown), unexpired, oldest first by valid time."""
+        ...
 
-    def ranked(self, query: FactQuery) -> builtins.list[Fact]: ...
+    def ranked(self, query: FactQuery) -> list[Fact]:
+        """Modes "any", "all" and "raw": the best `query.limit` by BM25, `score` filled."""
+        ...
 
-    def semantic(self, query: FactQuery) -> builtins.list[Fact]: ...
+    def semantic(self, query: FactQuery) -> list[Fact]:
+        """Modes "vector" and "hybrid" (only asked with an embedder)."""
+        ...
 
-    def listed(self, listing: FactListing) -> builtins.list[Fact]: ...
+    def listed(self, listing: FactListing) -> list[Fact]: ...
 
-    def tags(self) -> dict[str, int]: ...
+    def tags(self) -> dict[str, int]:
+        """Each tag of the live facts with its count, sorted by tag."""
+        ...
 
-    def categories(self) -> builtins.list[str]: ...
+    def categories(self) -> list[str]:
+        """The live facts' non-empty categories, sorted."""
+        ...
