@@ -1,10 +1,11 @@
 """`InMemoryFactStore`: the fact store without a file, for tests and throwaway programs.
 
-It keeps the SQLite store's semantics, not just its signatures: the same argument checks
-and filters (`sqlmem.rules.filters`), the same tokens (documents go through the FTS
-tokenizer via `QueryCompiler.tokens`, after the same `segment` step), and FTS5's BM25
-(`sqlmem.search.bm25`), so scores agree with the SQLite store's -bm25() up to rounding, and
-the stateful test can compare them.
+It keeps the SQLite store's semantics, not just its signatures: the same front
+(`sqlmem.stores.facts`: argument checks, filters, batches), the same tokens (documents go
+through the FTS tokenizer via `QueryCompiler.tokens`, after the same `segment` step), and
+FTS5's BM25 (`sqlmem.search.bm25`), so scores agree with the SQLite store's -bm25() up to
+rounding, and the stateful test can compare them. `InMemoryFactPort` holds the facts
+(`facts_docs.FactDoc`) in a dict.
 
 Raw mode (FTS5 syntax) is not supported: re-implementing FTS5's query language would be
 a second parser that drifts from the real one. It raises InvalidArgumentError; use the
@@ -19,197 +20,71 @@ import copy
 import json
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from ..config import StoreConfig
-from ..errors import FactNotFoundError, InvalidArgumentError
-from ..protocols import Embedder, SearchMode
+from ..errors import InvalidArgumentError
+from ..protocols import Embedder
 from ..records import Fact
-from ..rules.chains import is_valid
 from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
-from ..rules.filters import (
-    FactRow,
-    Filters,
-    check_limit,
-    check_page,
-    check_query,
-    is_fact_id,
-    make_filters,
-    merge_batch,
-    metadata_equal_filter,
-    prepare_fact,
-)
-from ..rules.hybrid import check_batch_size, check_semantic, filter_args, semantic_search
-from ..rules.items import (
-    NO_ITEM_FILTERS,
-    ItemFilters,
-    check_layer,
-    is_live,
-    make_item_filters,
-    merge_item,
-    promotion,
-)
-from ..rules.resolve import Resolver, check_history_args, no_such_fact, resolve_supersession
-from ..rules.rows import build_fact
-from ..search.bm25 import occurrences, scores
+from ..rules.filters import FactRow, Filters
+from ..rules.hybrid import semantic_search
+from ..rules.items import ItemFilters, merge_item
+from ..search.bm25 import scores
 from ..search.embedding import Embedding
 from ..search.query import (
     MAX_QUERY_TERMS,
+    Mode,
     QueryCompiler,
     Term,
     compiler_for,
     rarest_terms,
     tokens_of,
 )
-from ..search.vectors import Vector, rank_by_cosine
+from ..stores.facts import FactStoreFront
+from ..stores.facts_port import FactListing, FactQuery
 from . import chains
+from .facts_docs import FactDoc
+from .facts_vectors import InMemoryFactVectors
 
-__all__ = ["InMemoryFactStore"]
-
-
-@dataclass
-class _Doc:
-    """One stored fact, as the SQLite row holds it, plus its tokens."""
-
-    pk: int
-    row: FactRow
-    created_ms: int
-    updated_ms: int
-    tag_set: frozenset[str]
-    meta: dict[str, Any]
-    tokens: tuple[str, ...]
-    counts: Counter[str]
-    hits: int
-    #: Unit vector of the content under the store's embedder, or None.
-    vector: Any = None
-    #: Its chain and link (`sqlmem.memory.chains`), as the SQLite row holds them.
-    chain: str | None = None
-    valid_from: int | None = None
-    valid_to: int | None = None
-    superseded_by: str | None = None
-
-    def fact(self, score: float | None = None) -> Fact:
-        r = self.row
-        return build_fact(
-            r.id,
-            r.content,
-            r.source,
-            r.category,
-            r.tags,
-            r.metadata,
-            self.created_ms,
-            self.updated_ms,
-            r.layer,
-            r.kind,
-            r.confidence,
-            r.salience,
-            r.refs,
-            r.expires_ms,
-            r.fingerprint,
-            self.hits,
-            score,
-            r.key,
-            self.valid_from,
-            self.valid_to,
-            self.superseded_by,
-        )
-
-    def accepted_by(self, filters: Filters, items: ItemFilters, now: int) -> bool:
-        r = self.row
-        as_of = items.as_of_ms
-        return (
-            is_live(r.expires_ms, now)
-            and is_valid(
-                self.valid_from,
-                self.created_ms,
-                self.valid_to,
-                now if as_of is None else as_of,
-                as_of=as_of is not None,
-            )
-            and filters.accepts(self.tag_set, r.category, r.source, self.created_ms, self.meta)
-            and items.accepts(r.layer, r.kind, r.confidence)
-        )
-
-    def live(self, now: int) -> bool:
-        """Visible to reads of now: not expired, valid now."""
-        return is_live(self.row.expires_ms, now) and is_valid(
-            self.valid_from, self.created_ms, self.valid_to, now, as_of=False
-        )
-
-    def unexpired(self, now: int) -> bool:
-        """Visible to `get`, history and export (superseded facts too)."""
-        return is_live(self.row.expires_ms, now)
-
-    def tf(self, term: Term) -> int:
-        """Occurrences of the term's tokens as a consecutive run (overlaps count)."""
-        return occurrences(self.tokens, term.tokens, self.counts)
+__all__ = ["InMemoryFactPort", "InMemoryFactStore"]
 
 
-class InMemoryFactStore:
-    """`FactStore` held in a dict; same protocol and semantics as `SQLiteFactStore`."""
+class InMemoryFactPort:
+    """The facts in a dict, under one lock (an `InMemoryDB` shares its own)."""
 
-    def __init__(self, config: StoreConfig | None = None, *, embedder: Embedder | None = None):
-        """Only `config.tokenizer` matters here; the other settings concern files.
-        `embedder`: vectors and search modes "vector" and "hybrid", as on SQLite."""
-        if config is not None and not isinstance(config, StoreConfig):
-            raise InvalidArgumentError("config must be a StoreConfig")
-        self._compiler: QueryCompiler = compiler_for((config or StoreConfig()).tokenizer)
-        self._docs: dict[str, _Doc] = {}
+    raw_refusal: str | None = (
+        "mode='raw' (FTS5 query syntax) needs the SQLite store; "
+        "InMemoryFactStore supports 'any' and 'all'"
+    )
+
+    def __init__(self, config: StoreConfig, embedder: Embedder | None) -> None:
+        self._compiler: QueryCompiler = compiler_for(config.tokenizer)
+        self._docs: dict[str, FactDoc] = {}
         self._next_pk = 1
         self._lock = threading.RLock()
-        self._embedding = Embedding(embedder) if check_embedder(embedder) is not None else None
+        embedding = Embedding(embedder) if check_embedder(embedder) is not None else None
+        self.vectors = InMemoryFactVectors(self, embedding)
         #: This thread's open `atomic()` block of an InMemoryDB: its after-block work list
         #: (set by sqlmem.memory.db), None outside one.
         self._open_block: Callable[[], list[Callable[[], None]] | None] = lambda: None
 
-    @property
-    def embedder(self) -> Embedder | None:
-        """The embedder vectors come from (None: BM25 only)."""
-        return self._embedding.embedder if self._embedding is not None else None
-
-    def _vectors_for(self, rows: Sequence[FactRow]) -> dict[str, Any]:
-        """Vectors of rows about to be written, computed before the lock is taken (the
-        embedding's content-hash cache spares identical texts). Inside an `atomic()`
-        block the lock is already held for the whole block: as on SQLite, only known
-        vectors are taken then, and the others computed once the block has ended
-        (`_fill_after_block`)."""
-        embedding = self._embedding
-        if embedding is None or not rows:
-            return {}
-        block = self._open_block()
-        texts = [r.content for r in rows]
-        vectors = embedding.vectors(texts, run_model=block is None)
-        if block is not None:
-            later = [(r.id, r.content) for r, v in zip(rows, vectors, strict=True) if v is None]
-            if later:
-                block.append(lambda: self._fill_after_block(embedding, later))
-        return {r.id: v for r, v in zip(rows, vectors, strict=True) if v is not None}
-
-    def _fill_after_block(self, embedding: Embedding, written: list[tuple[str, str]]) -> None:
-        """Vectors of facts an `atomic()` block wrote, once it ended: the model runs with
-        no lock held; each vector is kept only if its fact still holds the embedded text."""
-        vectors = embedding.vectors([content for _, content in written])
-        with self._lock:
-            for (fact_id, content), vector in zip(written, vectors, strict=True):
-                doc = self._docs.get(fact_id)
-                if vector is not None and doc is not None and doc.row.content == content:
-                    doc.vector = vector
-
     def __repr__(self) -> str:
         return f"<InMemoryFactStore {len(self._docs)} facts>"
+
+    @property
+    def compiler(self) -> QueryCompiler:
+        return self._compiler
 
     # -- atomic blocks (sqlmem.memory.db) ---------------------------------------------------
 
     def _snapshot(self) -> object:
-        """The facts as they are now: a stored `_Doc` is replaced on change, never changed in
-        place, so a copy of the dict (and of each entry, against future in-place edits) is
-        enough."""
+        """The facts as they are now: a stored `FactDoc` is replaced on change, never
+        changed in place, so a copy of the dict (and of each entry, against future
+        in-place edits) is enough."""
         return {key: copy.copy(doc) for key, doc in self._docs.items()}, self._next_pk
 
     def _restore(self, state: object) -> None:
@@ -218,32 +93,12 @@ class InMemoryFactStore:
 
     # -- writes -------------------------------------------------------------------------
 
-    def index(self, fact: Fact) -> str:
-        row = prepare_fact(fact)
-        vectors = self._vectors_for([row])
-        with self._lock:
-            self._put(row, now_ms(), vectors.get(row.id))
-        return row.id
-
-    def index_many(self, facts: Iterable[Fact]) -> list[str]:
-        return self._index_many(facts, keep_hits=False)
-
-    def restore_many(self, facts: Iterable[Fact]) -> list[str]:
-        """`index_many` that also writes each fact's `hits` (as the SQLite store's)."""
-        return self._index_many(facts, keep_hits=True)
-
-    def _index_many(self, facts: Iterable[Fact], *, keep_hits: bool) -> list[str]:
-        if isinstance(facts, (str, bytes, Mapping)) or not isinstance(facts, Iterable):
-            raise InvalidArgumentError("index_many takes an iterable of Fact")
-        # all checked first: all or nothing
-        rows = [prepare_fact(f, keep_hits=keep_hits) for f in facts]
-        merged = merge_batch(rows)
-        vectors = {} if keep_hits else self._vectors_for(merged)  # an import embeds after
+    def write(self, rows: Sequence[FactRow], *, embed: bool) -> None:
+        vectors = self.vectors.for_rows(rows) if embed else {}  # an import embeds after
         with self._lock:
             now = now_ms()
-            for row in merged:
+            for row in rows:
                 self._put(row, now, vectors.get(row.id))
-        return [r.id for r in rows]
 
     def _put(self, row: FactRow, now: int, vector: Any = None) -> None:
         old = self._docs.get(row.id)
@@ -264,7 +119,7 @@ class InMemoryFactStore:
             pk = old.pk
             created = old.created_ms if row.created_ms is None else row.created_ms
         tokens = self._compiler.tokens(row.search_text or row.content)
-        self._docs[row.id] = _Doc(
+        self._docs[row.id] = FactDoc(
             pk=pk,
             row=row,
             created_ms=created,
@@ -283,13 +138,8 @@ class InMemoryFactStore:
             superseded_by=None if old is None else old.superseded_by,
         )
 
-    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str:
-        row = prepare_fact(fact)
-        if resolver is not None and not row.key:
-            old_id = resolve_supersession(self, resolver, fact)
-            if old_id is not None:
-                return self.supersede(old_id, fact)
-        vectors = self._vectors_for([row])
+    def remember(self, row: FactRow) -> str:
+        vectors = self.vectors.for_rows([row])
         with self._lock:
             now = now_ms()
             if row.id not in self._docs and row.valid_from_ms is None:
@@ -306,66 +156,7 @@ class InMemoryFactStore:
             self._put(row, now, vectors.get(row.id))
         return row.id
 
-    def supersede(self, old_id: str, fact: Fact) -> str:
-        """As the SQLite store's: `fact` right after `old_id` in its chain."""
-        is_fact_id(old_id)
-        row = prepare_fact(fact)
-        vectors = self._vectors_for([row])
-        with self._lock:
-            now = now_ms()
-            row, chain = chains.prepare_supersede(self._docs, old_id, row, now)
-            old = self._docs.get(row.id)
-            if old is not None and old.chain is not None:
-                chains.leave(self._docs, old)
-            self._store(row, now, vectors.get(row.id))
-            chains.relink(self._docs, self._docs[row.id], chain)
-        return row.id
-
-    def history(self, *, key: str | None = None, id: str | None = None) -> list[Fact]:
-        """As the SQLite store's: a chain, oldest first."""
-        chain_key = check_history_args(key, id)
-        if no_such_fact(id):
-            return []
-        with self._lock:
-            now = now_ms()
-            if chain_key is not None:
-                found = [d for d in self._docs.values() if d.chain == chain_key]
-            else:
-                doc = self._docs.get(str(id))
-                if doc is None:
-                    return []
-                if doc.chain is None:
-                    found = [doc]
-                else:
-                    found = [
-                        d
-                        for d in self._docs.values()
-                        if d.chain == doc.chain and d.row.layer == doc.row.layer
-                    ]
-            found = [d for d in found if d.unexpired(now)]
-            found.sort(key=lambda d: (chains.effective_from(d), d.pk))
-            return [d.fact() for d in found]
-
-    def ids_where(self, derived: Callable[[str, str], bool]) -> list[str]:
-        """Ids of the stored facts whose (references JSON, source) `derived` accepts
-        (`InMemoryDB.forget`; not part of the FactStore protocol)."""
-        with self._lock:
-            return [i for i, d in self._docs.items() if derived(d.row.refs, d.row.source)]
-
-    def rewrite_refs(self, rewrite: Callable[[str], str | None]) -> None:
-        """Replace each fact's references JSON by `rewrite`'s answer when it gives one
-        (`InMemoryDB.forget`; not part of the FactStore protocol)."""
-        with self._lock:
-            for doc in self._docs.values():
-                new = rewrite(doc.row.refs)
-                if new is not None:
-                    doc.row = doc.row._replace(refs=new)
-
-    def _delete_doc(self, fact_id: str) -> None:
-        chains.splice_out(self._docs, self._docs[fact_id])
-        del self._docs[fact_id]
-
-    def _merge(self, doc: _Doc, row: FactRow, now: int) -> str:
+    def _merge(self, doc: FactDoc, row: FactRow, now: int) -> str:
         r = doc.row
         stored = (r.tags, r.refs, r.metadata, r.confidence, r.salience, r.expires_ms)
         merged = merge_item(
@@ -385,45 +176,62 @@ class InMemoryFactStore:
         doc.updated_ms = now
         return r.id
 
-    def promote(self, fact_id: str, layer: str) -> Fact:
-        layer = check_layer(layer)
+    def supersede(self, old_id: str, row: FactRow) -> str:
+        vectors = self.vectors.for_rows([row])
         with self._lock:
             now = now_ms()
-            doc = self._docs.get(fact_id) if is_fact_id(fact_id) else None
-            if doc is not None and doc.unexpired(now):
-                if doc.row.layer != layer:
-                    chains.moved(self._docs, doc, doc.row.key, layer, doc.valid_from)
-                    doc.row = doc.row._replace(layer=layer)
-                    doc.updated_ms = now
-                    chains.place_keyed(self._docs, doc)
-                return doc.fact()
-        raise FactNotFoundError(f"no fact with id {fact_id!r}")
+            row, chain = chains.prepare_supersede(self._docs, old_id, row, now)
+            old = self._docs.get(row.id)
+            if old is not None and old.chain is not None:
+                chains.leave(self._docs, old)
+            self._store(row, now, vectors.get(row.id))
+            chains.relink(self._docs, self._docs[row.id], chain)
+        return row.id
 
-    def promote_eligible(
-        self,
-        *,
-        from_layer: str = "episodic",
-        to_layer: str = "semantic",
-        min_confidence: float = 0.75,
-        min_hits: int = 2,
-    ) -> list[str]:
-        p = promotion(from_layer, to_layer, min_confidence, min_hits)
+    def ids_where(self, derived: Callable[[str, str], bool]) -> list[str]:
+        """Ids of the stored facts whose (references JSON, source) `derived` accepts."""
+        with self._lock:
+            return [i for i, d in self._docs.items() if derived(d.row.refs, d.row.source)]
+
+    def rewrite_refs(self, rewrite: Callable[[str], str | None]) -> None:
+        """Replace each fact's references JSON by `rewrite`'s answer when it gives one."""
+        with self._lock:
+            for doc in self._docs.values():
+                new = rewrite(doc.row.refs)
+                if new is not None:
+                    doc.row = doc.row._replace(refs=new)
+
+    def promote(self, fact_id: str, layer: str) -> Fact | None:
+        with self._lock:
+            now = now_ms()
+            doc = self._docs.get(fact_id)
+            if doc is None or not doc.unexpired(now):
+                return None
+            if doc.row.layer != layer:
+                self._move(doc, layer, now)
+            return doc.fact()
+
+    def _move(self, doc: FactDoc, layer: str, now: int) -> None:
+        """`doc` into `layer`: out of its chain, into its key's chain of that layer."""
+        chains.moved(self._docs, doc, doc.row.key, layer, doc.valid_from)
+        doc.row = doc.row._replace(layer=layer)
+        doc.updated_ms = now
+        chains.place_keyed(self._docs, doc)
+
+    def promote_eligible(self, params: dict[str, Any]) -> list[str]:
         with self._lock:
             now = now_ms()
             found = [
                 d
                 for d in self._docs.values()
-                if d.row.layer == p["from_layer"]
-                and d.row.confidence >= p["min_confidence"]
-                and d.hits >= p["min_hits"]
+                if d.row.layer == params["from_layer"]
+                and d.row.confidence >= params["min_confidence"]
+                and d.hits >= params["min_hits"]
                 and d.live(now)
             ]
             found.sort(key=lambda d: (d.created_ms, d.pk))
             for doc in found:
-                chains.moved(self._docs, doc, doc.row.key, p["to_layer"], doc.valid_from)
-                doc.row = doc.row._replace(layer=p["to_layer"])
-                doc.updated_ms = now
-                chains.place_keyed(self._docs, doc)
+                self._move(doc, params["to_layer"], now)
             return [d.row.id for d in found]
 
     def expire(self) -> int:
@@ -434,28 +242,20 @@ class InMemoryFactStore:
                 self._delete_doc(fact_id)
         return len(gone)
 
-    def delete(self, fact_id: str) -> None:
-        with self._lock:
-            if is_fact_id(fact_id) and fact_id in self._docs:
-                self._delete_doc(fact_id)
-                return
-        raise FactNotFoundError(f"no fact with id {fact_id!r}")
-
-    def delete_many(self, fact_ids: Iterable[str]) -> int:
-        if isinstance(fact_ids, (str, bytes)) or not isinstance(fact_ids, Iterable):
-            raise InvalidArgumentError("delete_many takes an iterable of fact ids")
-        ids = [i for i in fact_ids if is_fact_id(i)]
+    def delete(self, ids: Sequence[str]) -> int:
         with self._lock:
             found = {i for i in ids if i in self._docs}
             for fact_id in found:
                 self._delete_doc(fact_id)
         return len(found)
 
+    def _delete_doc(self, fact_id: str) -> None:
+        chains.splice_out(self._docs, self._docs[fact_id])
+        del self._docs[fact_id]
+
     # -- reads --------------------------------------------------------------------------
 
     def get(self, fact_id: str) -> Fact | None:
-        if not is_fact_id(fact_id):
-            return None
         with self._lock:
             doc = self._docs.get(fact_id)
             return doc.fact() if doc is not None and doc.unexpired(now_ms()) else None
@@ -465,54 +265,42 @@ class InMemoryFactStore:
             now = now_ms()
             return sum(1 for d in self._docs.values() if d.live(now))
 
-    def __len__(self) -> int:
-        return self.count()
+    def history_of_key(self, key: str) -> list[Fact]:
+        with self._lock:
+            return self._chain([d for d in self._docs.values() if d.chain == key])
 
-    def search(
-        self,
-        query: str,
-        top_k: int = 10,
-        *,
-        mode: SearchMode = "any",
-        tags: Sequence[str] | None = None,
-        category: str | None = None,
-        source: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        layer: str | Sequence[str] | None = None,
-        kind: str | None = None,
-        min_confidence: float | None = None,
-        as_of: datetime | None = None,
-    ) -> list[Fact]:
-        if mode == "vector" or mode == "hybrid":
-            by_name = filter_args(
-                tags, category, source, since, until, metadata, layer, kind, min_confidence
+    def history_of_fact(self, fact_id: str) -> list[Fact]:
+        with self._lock:
+            doc = self._docs.get(fact_id)
+            if doc is None:
+                return []
+            if doc.chain is None:
+                return self._chain([doc])
+            chain, layer = doc.chain, doc.row.layer
+            return self._chain(
+                [d for d in self._docs.values() if d.chain == chain and d.row.layer == layer]
             )
-            by_name["as_of"] = as_of
-            return self._semantic(query, top_k, mode, by_name)
-        check_query(query, mode)
-        if mode == "raw":
-            raise InvalidArgumentError(
-                "mode='raw' (FTS5 query syntax) needs the SQLite store; "
-                "InMemoryFactStore supports 'any' and 'all'"
-            )
-        limit = check_limit(top_k, "top_k")
-        filters = make_filters(tags, category, source, since, until, metadata)
-        items = make_item_filters(layer, kind, min_confidence, as_of)
-        terms = self._compiler.terms(query)
-        if not terms or limit <= 0:
-            return []
+
+    def _chain(self, docs: list[FactDoc]) -> list[Fact]:
+        """The unexpired `docs` as a chain, oldest first."""
+        now = now_ms()
+        found = [d for d in docs if d.unexpired(now)]
+        found.sort(key=lambda d: (chains.effective_from(d), d.pk))
+        return [d.fact() for d in found]
+
+    def ranked(self, query: FactQuery) -> list[Fact]:
+        terms = query.terms
+        mode: Mode = "all" if query.mode == "all" else "any"
         with self._lock:
             if len(terms) > MAX_QUERY_TERMS:  # the rarest, as the SQLite store keeps them
                 docs = Counter[str]()
                 wanted = tokens_of(terms)
                 for doc in self._docs.values():
                     docs.update(wanted.intersection(doc.counts))
-                terms = rarest_terms(terms, docs, "all" if mode == "all" else "any")
+                terms = rarest_terms(terms, docs, mode)
                 if not terms:
                     return []
-            return self._ranked(terms, mode == "all", filters, items, limit)
+            return self._ranked(terms, mode == "all", query.filters, query.items, query.limit)
 
     def _ranked(
         self,
@@ -536,98 +324,29 @@ class InMemoryFactStore:
         ranked.sort(key=lambda hit: (-hit[1], docs[hit[0]].pk))
         return [docs[i].fact(score) for i, score in ranked[:limit]]
 
-    def _semantic(
-        self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
-    ) -> list[Fact]:
+    def semantic(self, query: FactQuery) -> list[Fact]:
         """Modes "vector" and "hybrid", as the SQLite store (rules.hybrid, search.vectors):
         candidates in pk order, so equal cosines rank alike in both."""
-        text, limit, filters, items = check_semantic(query, top_k, mode, filter_args)
-        embedding = self._require_embedding(f"mode={mode!r}")
-        if limit <= 0 or not text.strip():
-            return []
         return semantic_search(
-            mode,
-            limit,
-            embedding.query(text),  # before the lock
-            lambda vector, wanted: self._nearest(vector, wanted, filters, items),
-            lambda wanted: self.search(text, wanted, mode="any", **filter_args),
+            query.mode,
+            query.limit,
+            self.vectors.embedding.query(query.text),  # before the lock
+            lambda vector, wanted: self.vectors.nearest(vector, wanted, query.filters, query.items),
+            lambda wanted: (
+                self.ranked(replace(query, mode="any", limit=wanted)) if query.terms else []
+            ),
         )
 
-    def _nearest(
-        self, vector: Vector, wanted: int, filters: Filters, items: ItemFilters
-    ) -> list[Fact]:
-        """The vector leg: exact cosine over the live facts passing the filters."""
+    def listed(self, listing: FactListing) -> list[Fact]:
         with self._lock:
             now = now_ms()
-            docs = sorted(
-                (
-                    d
-                    for d in self._docs.values()
-                    if d.vector is not None
-                    and d.vector.shape == vector.shape
-                    and d.accepted_by(filters, items, now)
-                ),
-                key=lambda d: d.pk,
-            )
-        if not docs:
-            return []
-        best = rank_by_cosine(np.stack([d.vector for d in docs]), vector, wanted)
-        return [docs[i].fact(cosine) for i, cosine in best]
-
-    def _require_embedding(self, what: str) -> Embedding:
-        if self._embedding is None:
-            raise InvalidArgumentError(f"{what} needs an embedder: InMemoryFactStore(embedder=...)")
-        return self._embedding
-
-    def embed_pending(
-        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
-    ) -> int:
-        """Vectors for the live facts that have none; returns how many were added."""
-        batch_size = check_batch_size(batch_size)
-        if progress is not None and not callable(progress):
-            raise InvalidArgumentError("progress must be callable or None")
-        embedding = self._require_embedding("embed_pending")
-        with self._lock:
-            now = now_ms()
-            pending = sorted(
-                (d.pk, d.row.id, d.row.content)
-                for d in self._docs.values()
-                if d.vector is None and d.unexpired(now)
-            )
-        done = 0
-        for start in range(0, len(pending), batch_size):
-            batch = pending[start : start + batch_size]
-            vectors = embedding.vectors([content for _, _, content in batch])
-            with self._lock:
-                for (_, fact_id, content), vector in zip(batch, vectors, strict=True):
-                    doc = self._docs.get(fact_id)
-                    if vector is not None and doc is not None and doc.row.content == content:
-                        doc.vector = vector
-                        done += 1
-            if progress is not None:
-                progress(done, len(pending))
-        return done
-
-    def without_vectors(self) -> int:
-        """Live facts without a vector (for `stats()`-like reporting)."""
-        with self._lock:
-            now = now_ms()
-            return sum(1 for d in self._docs.values() if d.vector is None and d.unexpired(now))
-
-    def search_by_metadata(self, key: str, value: Any, *, limit: int | None = None) -> list[Fact]:
-        filters = metadata_equal_filter(key, value)
-        if limit is not None:  # bounded: the newest `limit` matches, like list()
-            limit = check_limit(limit, "limit")
-            if limit <= 0:
-                return []
-        with self._lock:
-            now = now_ms()
-            found = [d for d in self._docs.values() if d.accepted_by(filters, NO_ITEM_FILTERS, now)]
-            if limit is None:
-                found.sort(key=lambda d: (d.created_ms, d.pk))
-                return [d.fact() for d in found]
-            found.sort(key=lambda d: (d.created_ms, d.pk), reverse=True)
-            return [d.fact() for d in found[:limit]]
+            found = [
+                d for d in self._docs.values() if d.accepted_by(listing.filters, listing.items, now)
+            ]
+            found.sort(key=lambda d: (d.created_ms, d.pk), reverse=not listing.oldest_first)
+            if listing.limit is not None:
+                found = found[listing.offset : listing.offset + listing.limit]
+            return [d.fact() for d in found]
 
     def tags(self) -> dict[str, int]:
         with self._lock:
@@ -642,29 +361,63 @@ class InMemoryFactStore:
                 {d.row.category for d in self._docs.values() if d.row.category and d.live(now)}
             )
 
-    def list(
-        self,
-        *,
-        tags: Sequence[str] | None = None,
-        category: str | None = None,
-        source: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        layer: str | Sequence[str] | None = None,
-        kind: str | None = None,
-        min_confidence: float | None = None,
-        as_of: datetime | None = None,
-    ) -> list[Fact]:
-        filters = make_filters(tags, category, source, since, until, metadata)
-        items = make_item_filters(layer, kind, min_confidence, as_of)
-        limit, offset = check_page(limit, offset)
-        if limit <= 0:
-            return []
-        with self._lock:
-            now = now_ms()
-            found = [d for d in self._docs.values() if d.accepted_by(filters, items, now)]
-            found.sort(key=lambda d: (d.created_ms, d.pk), reverse=True)
-            return [d.fact() for d in found[offset : offset + limit]]
+
+class InMemoryFactStore(FactStoreFront):
+    """`FactStore` held in a dict: the fact store front over `InMemoryFactPort`; same
+    protocol and semantics as `SQLiteFactStore`."""
+
+    _port: InMemoryFactPort
+
+    def __init__(self, config: StoreConfig | None = None, *, embedder: Embedder | None = None):
+        """Only `config.tokenizer` matters here; the other settings concern files.
+        `embedder`: vectors and search modes "vector" and "hybrid", as on SQLite."""
+        if config is not None and not isinstance(config, StoreConfig):
+            raise InvalidArgumentError("config must be a StoreConfig")
+        super().__init__(InMemoryFactPort(config or StoreConfig(), embedder))
+
+    def restore_many(self, facts: Sequence[Fact]) -> list[str]:
+        """`index_many` that also writes each fact's `hits` (as the SQLite store's)."""
+        return self._index_many(facts, keep_hits=True)
+
+    def ids_where(self, derived: Callable[[str, str], bool]) -> list[str]:
+        """Ids of the stored facts whose (references JSON, source) `derived` accepts
+        (`InMemoryDB.forget`; not part of the FactStore protocol)."""
+        return self._port.ids_where(derived)
+
+    def rewrite_refs(self, rewrite: Callable[[str], str | None]) -> None:
+        """Replace each fact's references JSON by `rewrite`'s answer when it gives one
+        (`InMemoryDB.forget`; not part of the FactStore protocol)."""
+        self._port.rewrite_refs(rewrite)
+
+    def without_vectors(self) -> int:
+        """Live facts without a vector (for `stats()`-like reporting)."""
+        return self._port.vectors.without_vectors()
+
+    # What `InMemoryDB` shares with its stores: one lock, the open `atomic()` block, and
+    # the snapshots a failed block is rolled back to.
+
+    @property
+    def _lock(self) -> threading.RLock:
+        return self._port._lock
+
+    @_lock.setter
+    def _lock(self, lock: threading.RLock) -> None:
+        self._port._lock = lock
+
+    @property
+    def _open_block(self) -> Callable[[], list[Callable[[], None]] | None]:
+        return self._port._open_block
+
+    @_open_block.setter
+    def _open_block(self, block: Callable[[], list[Callable[[], None]] | None]) -> None:
+        self._port._open_block = block
+
+    @property
+    def _docs(self) -> dict[str, FactDoc]:
+        return self._port._docs
+
+    def _snapshot(self) -> object:
+        return self._port._snapshot()
+
+    def _restore(self, state: object) -> None:
+        self._port._restore(state)

@@ -17,37 +17,20 @@ as in the twin.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..errors import FactNotFoundError, InvalidArgumentError
-from ..protocols import Embedder, SearchMode
+from ..protocols import Embedder
 from ..records import Fact
-from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
-from ..rules.filters import (
-    FactRow,
-    Filters,
-    check_limit,
-    check_page,
-    check_query,
-    is_fact_id,
-    make_filters,
-    merge_batch,
-    metadata_equal_filter,
-    prepare_fact,
-)
-from ..rules.items import (
-    NO_ITEM_FILTERS,
-    ItemFilters,
-    check_layer,
-    make_item_filters,
-    promotion,
-)
-from ..rules.resolve import Resolver, check_history_args, no_such_fact, resolve_supersession
+from ..rules.filters import FactRow
 from ..rules.rows import facts_from_rows
-from ..search.query import MAX_QUERY_TERMS, compiler_for
+from ..search.query import MAX_QUERY_TERMS, QueryCompiler, compiler_for
+from ..stores.facts import FactStoreFront
+from ..stores.facts_port import FactListing, FactQuery
+from ..stores.facts_vectors import PortVectors
 from . import chains, items
 from . import facts_sql as sql
 from .codec import decode, encode
@@ -57,29 +40,31 @@ from .items import meta_jsonb
 from .ranking import best, lexemes, single_lexemes, tsquery
 
 if TYPE_CHECKING:
+    from ..search.embedding import Embedding
     from .vectors import FactVectors
 
-__all__ = ["PostgresFactStore", "meta_jsonb"]
+__all__ = ["PostgresFactPort", "PostgresFactStore", "meta_jsonb"]
 
 #: Where a stored row (`facts_sql.FACT_COLUMNS`) holds the key.
 _KEY = 16
 
 
-class PostgresFactStore:
-    """`FactStore` over one agent's rows of a PostgreSQL database; thread-safe."""
+class PostgresFactPort:
+    """One agent's fact rows in a PostgreSQL database; thread-safe (pooled connections,
+    the agent's corpus row locked by every write)."""
+
+    raw_refusal: str | None = (
+        "mode='raw' (FTS5 query syntax) needs the SQLite store; "
+        "the PostgreSQL store supports 'any', 'all', 'vector' and 'hybrid'"
+    )
 
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
-        """`embedder`: every fact written gets a vector of its content, and
-        search offers modes "vector" and "hybrid"."""
         self._engine = engine
         self._agent = engine.agent_id
         self._compiler = compiler_for(engine.config.tokenizer)
-        self._vectors: FactVectors | None = None
-        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
-            from ..search.embedding import Embedding
-            from .vectors import FactVectors
-
-            self._vectors = FactVectors(engine, Embedding(embedder))
+        self.vectors: PortVectors[FactVectors] = PortVectors.of(
+            embedder, partial(_fact_vectors, engine)
+        )
         with engine.read() as conn:  # one index probe when nothing is missing
             missing = conn.execute(sql.ANY_UNFINGERPRINTED, (self._agent,)).fetchone()
         if missing:
@@ -91,24 +76,19 @@ class PostgresFactStore:
         return f"<PostgresFactStore agent={self._agent!r}>"
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedder vectors come from (None: BM25 only)."""
-        return self._vectors.embedding.embedder if self._vectors is not None else None
+    def compiler(self) -> QueryCompiler:
+        return self._compiler
 
     # -- writes -------------------------------------------------------------------------
 
-    def index(self, fact: Fact) -> str:
-        row = prepare_fact(fact)
-        params = [self._params(row)]  # tokenized before the transaction
-        vectors = self._vectors
-        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
+    def write(self, rows: Sequence[FactRow], *, embed: bool) -> None:
+        params = [self.params(r) for r in rows]  # tokenized before the transaction
+        prepared = self.vectors.prepare(rows, embed=embed)  # no lock held
         with self._engine.write() as conn:
-            self._write_rows(conn, [row], params, now_ms())
-            if prepared:
-                vectors.write(conn, prepared)  # type: ignore[union-attr]
-        return row.id
+            self.write_rows(conn, rows, params, now_ms())
+            self.vectors.write(conn, prepared)
 
-    def _write_rows(
+    def write_rows(
         self, conn: Conn, rows: Sequence[FactRow], params: list[dict[str, Any]], now: int
     ) -> None:
         """Upsert `rows`, then place keyed (or moved chained) facts in their chains; the
@@ -118,22 +98,8 @@ class PostgresFactStore:
             keyed = [(p["id"], r.key) for r, p in zip(rows, params, strict=True)]
             chains.place_keyed(conn, self._agent, keyed)
 
-    def index_many(self, facts: Iterable[Fact]) -> list[str]:
-        if isinstance(facts, (str, bytes, Mapping)) or not isinstance(facts, Iterable):
-            raise InvalidArgumentError("index_many takes an iterable of Fact")
-        rows = [prepare_fact(f) for f in facts]  # all checked first: all or nothing
-        if rows:
-            merged = merge_batch(rows)
-            params = [self._params(r) for r in merged]
-            vectors = self._vectors
-            prepared = vectors.prepare(merged) if vectors is not None else None
-            with self._engine.write() as conn:
-                self._write_rows(conn, merged, params, now_ms())
-                if prepared:
-                    vectors.write(conn, prepared)  # type: ignore[union-attr]
-        return [r.id for r in rows]
-
-    def _params(self, row: FactRow) -> dict[str, Any]:
+    def params(self, row: FactRow) -> dict[str, Any]:
+        """A checked row's upsert parameters (tokenized: outside any transaction)."""
         return row_params(self._agent, self._compiler, row)
 
     def _upsert(self, conn: Conn, params: list[dict[str, Any]], now: int) -> None:
@@ -157,91 +123,43 @@ class PostgresFactStore:
             else:
                 cur.executemany(sql.UPSERT, params)
 
-    def remember(self, fact: Fact, *, resolver: Resolver | None = None) -> str:
-        """The upsert for memory writers (`sqlmem.postgres.items`); a fact with a key
-        takes its place in its key's chain; `resolver`: as on SQLite."""
-        row = prepare_fact(fact)
-        if resolver is not None and not row.key:
-            old_id = resolve_supersession(self, resolver, fact)
-            if old_id is not None:
-                return self.supersede(old_id, fact)
-        params = [self._params(row)]
-        vectors = self._vectors
-        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
+    def remember(self, row: FactRow) -> str:
+        """`sqlmem.postgres.items` merges a repeated text into its stored fact."""
+        params, prepared = [self.params(row)], self.vectors.prepare([row])
         with self._engine.write() as conn:
             now = now_ms()
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
             merged = items.remember(conn, self._agent, row, now)
             if merged is None:
-                self._write_rows(conn, [row], params, now)
-                if prepared:
-                    vectors.write(conn, prepared)  # type: ignore[union-attr]
+                self.write_rows(conn, [row], params, now)
+                self.vectors.write(conn, prepared)
         return row.id if merged is None else merged
 
-    def supersede(self, old_id: str, fact: Fact) -> str:
-        """Store `fact` right after `old_id` in its chain (as on SQLite)."""
-        is_fact_id(old_id)
-        row = prepare_fact(fact)
-        vectors = self._vectors
-        prepared = vectors.prepare([row]) if vectors is not None else None  # no lock held
+    def supersede(self, old_id: str, row: FactRow) -> str:
+        prepared = self.vectors.prepare([row])  # no lock held
         with self._engine.write() as conn:
             now = now_ms()
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
             row, chain = chains.prepare_supersede(conn, self._agent, old_id, row, now)
             fact_id = encode(row.id)
             chains.leave(conn, self._agent, fact_id)  # when the id names a chained fact
-            self._upsert(conn, [self._params(row)], now)
+            self._upsert(conn, [self.params(row)], now)
             chains.relink(conn, self._agent, fact_id, chain)
-            if prepared:
-                vectors.write(conn, prepared)  # type: ignore[union-attr]
+            self.vectors.write(conn, prepared)
         return row.id
 
-    def history(self, *, key: str | None = None, id: str | None = None) -> list[Fact]:
-        """A chain, oldest first (as on SQLite)."""
-        chain_key = check_history_args(key, id)
-        if no_such_fact(id):
-            return []
-        params: dict[str, Any] = {"agent": self._agent, "now": now_ms()}
-        with self._engine.snapshot() as conn:
-            if chain_key is not None:
-                params["key"] = chain_key
-                rows = conn.execute(sql.HISTORY_BY_KEY, params).fetchall()
-                return facts_from_rows(decoded(rows), ranked=False)
-            params["id"] = encode(str(id))
-            found = conn.execute(sql.CHAIN_OF, params).fetchone()
-            if found is None:
-                return []
-            if found[0] is None:
+    def promote(self, fact_id: str, layer: str) -> Fact | None:
+        now = now_ms()
+        params = {"agent": self._agent, "id": encode(fact_id), "layer": layer, "now": now}
+        with self._engine.write() as conn:
+            conn.execute(sql.PROMOTE, params)  # facts_chain_move: out of its chain
+            rows = conn.execute(sql.SELECT_ONE, params).fetchall()
+            if rows and rows[0][_KEY]:  # into its key's chain of the new layer
+                chains.place_keyed(conn, self._agent, [(encode(fact_id), str(rows[0][_KEY]))])
                 rows = conn.execute(sql.SELECT_ONE, params).fetchall()
-            else:
-                params.update(chain=found[0], layer=found[1])
-                rows = conn.execute(sql.HISTORY_OF_CHAIN, params).fetchall()
-        return facts_from_rows(decoded(rows), ranked=False)
+        return facts_from_rows(decoded(rows), ranked=False)[0] if rows else None
 
-    def promote(self, fact_id: str, layer: str) -> Fact:
-        layer = check_layer(layer)
-        if is_fact_id(fact_id):
-            now = now_ms()
-            params = {"agent": self._agent, "id": encode(fact_id), "layer": layer, "now": now}
-            with self._engine.write() as conn:
-                conn.execute(sql.PROMOTE, params)  # facts_chain_move: out of its chain
-                rows = conn.execute(sql.SELECT_ONE, params).fetchall()
-                if rows and rows[0][_KEY]:  # into its key's chain of the new layer
-                    chains.place_keyed(conn, self._agent, [(encode(fact_id), str(rows[0][_KEY]))])
-                    rows = conn.execute(sql.SELECT_ONE, params).fetchall()
-            if rows:
-                return facts_from_rows(decoded(rows), ranked=False)[0]
-        raise FactNotFoundError(f"no fact with id {fact_id!r}")
-
-    def promote_eligible(
-        self,
-        *,
-        from_layer: str = "episodic",
-        to_layer: str = "semantic",
-        min_confidence: float = 0.75,
-        min_hits: int = 2,
-    ) -> list[str]:
-        params = promotion(from_layer, to_layer, min_confidence, min_hits)
+    def promote_eligible(self, params: dict[str, Any]) -> list[str]:
         params.update(agent=self._agent, now=now_ms())
         with self._engine.write() as conn:
             rows = conn.execute(sql.PROMOTE_ELIGIBLE, params).fetchall()
@@ -251,8 +169,7 @@ class PostgresFactStore:
         return [decode(r[0]) for r in rows]
 
     def expire(self) -> int:
-        """Delete the expired facts (they were already gone for every read), and their
-        share of the BM25 statistics."""
+        """Delete the expired facts, and their share of the BM25 statistics."""
         with self._engine.write() as conn:
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
             lengths = [
@@ -264,39 +181,9 @@ class PostgresFactStore:
                 )
         return len(lengths)
 
-    def embed_pending(
-        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
-    ) -> int:
-        """Vectors for the facts that have none (or one of another model): those stored
-        while the embedder failed, or written by another client. Returns how many were
-        added; `progress(done, total)` is called after each batch."""
-        from ..rules.hybrid import check_batch_size
-
-        batch_size = check_batch_size(batch_size)
-        if progress is not None and not callable(progress):
-            raise InvalidArgumentError("progress must be callable or None")
-        return self._require_vectors("embed_pending").embed_pending(batch_size, progress)
-
-    def _require_vectors(self, what: str) -> FactVectors:
-        if self._vectors is None:
-            raise InvalidArgumentError(
-                f"{what} needs an embedder: open the store with embedder=..."
-            )
-        return self._vectors
-
-    def delete(self, fact_id: str) -> None:
-        if not is_fact_id(fact_id) or self._delete([fact_id]) == 0:
-            raise FactNotFoundError(f"no fact with id {fact_id!r}")
-
-    def delete_many(self, fact_ids: Iterable[str]) -> int:
-        if isinstance(fact_ids, (str, bytes)) or not isinstance(fact_ids, Iterable):
-            raise InvalidArgumentError("delete_many takes an iterable of fact ids")
-        ids = [i for i in fact_ids if is_fact_id(i)]
-        return self._delete(ids) if ids else 0
-
-    def _delete(self, ids: Sequence[str]) -> int:
+    def delete(self, ids: Sequence[str]) -> int:
         """Expired facts (stored until expire()) are deleted and counted too, as on
-        SQLite and the twin."""
+        SQLite and in memory."""
         wanted = sorted({encode(i) for i in ids})
         with self._engine.write() as conn:
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
@@ -310,70 +197,49 @@ class PostgresFactStore:
 
     # -- reads --------------------------------------------------------------------------
 
-    def get(self, fact_id: str) -> Fact | None:
-        if not is_fact_id(fact_id):
-            return None
-        params = {"agent": self._agent, "id": encode(fact_id), "now": now_ms()}
+    def _read(self, statement: str, **params: Any) -> list[Any]:
+        """The rows of one statement over this agent's rows, as of now."""
         with self._engine.read() as conn:
-            rows = conn.execute(sql.SELECT_ONE, params).fetchall()
+            return conn.execute(
+                statement, {"agent": self._agent, "now": now_ms(), **params}
+            ).fetchall()
+
+    def get(self, fact_id: str) -> Fact | None:
+        rows = self._read(sql.SELECT_ONE, id=encode(fact_id))
         return facts_from_rows(decoded(rows), ranked=False)[0] if rows else None
 
     def count(self) -> int:
-        with self._engine.read() as conn:
-            row = conn.execute(sql.COUNT, {"agent": self._agent, "now": now_ms()}).fetchone()
-        return int(row[0]) if row else 0
+        rows = self._read(sql.COUNT)
+        return int(rows[0][0]) if rows else 0
 
-    def __len__(self) -> int:
-        return self.count()
+    def history_of_key(self, key: str) -> list[Fact]:
+        params = {"agent": self._agent, "now": now_ms(), "key": key}
+        with self._engine.snapshot() as conn:
+            rows = conn.execute(sql.HISTORY_BY_KEY, params).fetchall()
+        return facts_from_rows(decoded(rows), ranked=False)
 
-    def search(
-        self,
-        query: str,
-        top_k: int = 10,
-        *,
-        mode: SearchMode = "any",
-        tags: Sequence[str] | None = None,
-        category: str | None = None,
-        source: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        layer: str | Sequence[str] | None = None,
-        kind: str | None = None,
-        min_confidence: float | None = None,
-        as_of: datetime | None = None,
-    ) -> list[Fact]:
-        if mode == "vector" or mode == "hybrid":
-            filter_args = {
-                "tags": tags,
-                "category": category,
-                "source": source,
-                "since": since,
-                "until": until,
-                "metadata": metadata,
-                "layer": layer,
-                "kind": kind,
-                "min_confidence": min_confidence,
-                "as_of": as_of,
-            }
-            return self._semantic(query, top_k, mode, filter_args)
-        text = check_query(query, mode)
-        if mode == "raw":
-            raise InvalidArgumentError(
-                "mode='raw' (FTS5 query syntax) needs the SQLite store; "
-                "the PostgreSQL store supports 'any', 'all', 'vector' and 'hybrid'"
-            )
-        limit = check_limit(top_k, "top_k")
-        filters = make_filters(tags, category, source, since, until, metadata)
-        item_filters = make_item_filters(layer, kind, min_confidence, as_of)
-        terms = self._compiler.terms(text)
-        if not terms or limit <= 0:
-            return []
-        params = filter_params(filters, item_filters)
+    def history_of_fact(self, fact_id: str) -> list[Fact]:
+        params: dict[str, Any] = {"agent": self._agent, "now": now_ms(), "id": encode(fact_id)}
+        with self._engine.snapshot() as conn:
+            found = conn.execute(sql.CHAIN_OF, params).fetchone()
+            if found is None:
+                return []
+            if found[0] is None:
+                rows = conn.execute(sql.SELECT_ONE, params).fetchall()
+            else:
+                params.update(chain=found[0], layer=found[1])
+                rows = conn.execute(sql.HISTORY_OF_CHAIN, params).fetchall()
+        return facts_from_rows(decoded(rows), ranked=False)
+
+    def ranked(self, query: FactQuery) -> list[Fact]:
+        """BM25 in the server for a query of single-token words; else the candidates'
+        token counts are read in one snapshot and ranked here (`ranking.best`)."""
+        terms, every = query.terms, query.mode == "all"
+        params = filter_params(query.filters, query.items)
         params.update(agent=self._agent, lexemes=lexemes(terms), query=tsquery(terms, " | "))
-        key, item_key = filters.key, item_filters.key
+        key, item_key = query.filters.key, query.items.key
         if len(terms) <= MAX_QUERY_TERMS and single_lexemes(terms):  # ranked in the server
-            params.update(limit=limit, need=len(terms) if mode == "all" else 1)
+            params.update(limit=query.limit, need=len(terms) if every else 1)
             with self._engine.read() as conn:
                 rows = conn.execute(sql.ranked_sql(key, item_key), params).fetchall()
             return facts_from_rows(decoded((*r[:-1], -r[-1]) for r in rows), ranked=True)
@@ -383,8 +249,8 @@ class PostgresFactStore:
             if not stats or not rows:
                 return []
             if len(terms) > MAX_QUERY_TERMS:  # the rarest, counted in this snapshot
-                terms = rarest(terms, rows, "all" if mode == "all" else "any")
-            hits = best(rows, terms, int(stats[0]), int(stats[1]), mode == "all", limit)
+                terms = rarest(terms, rows, "all" if every else "any")
+            hits = best(rows, terms, int(stats[0]), int(stats[1]), every, query.limit)
             if not hits:
                 return []
             found = {
@@ -394,81 +260,70 @@ class PostgresFactStore:
         ordered = [(*found[pk], -score) for pk, score in hits if pk in found]
         return facts_from_rows(decoded(ordered), ranked=True)
 
-    def _semantic(
-        self, query: str, top_k: int, mode: SearchMode, filter_args: dict[str, Any]
-    ) -> list[Fact]:
-        """Modes "vector" and "hybrid", filters before ranking in both legs."""
-        from ..rules.hybrid import check_semantic, semantic_search  # numpy: only with vectors
+    def semantic(self, query: FactQuery) -> list[Fact]:
+        """Modes "vector" and "hybrid" (`rules.hybrid.semantic_search`), filters before
+        ranking in both legs."""
+        from ..rules.hybrid import semantic_search  # numpy: only with vectors
 
-        text, limit, filters, item_filters = check_semantic(query, top_k, mode, filter_args)
-        vectors = self._require_vectors(f"mode={mode!r}")
-        if limit <= 0 or not text.strip():
-            return []
-        shape, params = (filters.key, item_filters.key), filter_params(filters, item_filters)
+        vectors = self.vectors.required()
+        shape = (query.filters.key, query.items.key)
+        params = filter_params(query.filters, query.items)
         return semantic_search(
-            mode,
-            limit,
-            vectors.embedding.query(text),  # before any read: no transaction open
+            query.mode,
+            query.limit,
+            vectors.embedding.query(query.text),  # before any read: no transaction open
             lambda vector, wanted: vectors.search(vector, wanted, shape, params),
-            lambda wanted: self.search(text, wanted, mode="any", **filter_args),
+            lambda wanted: (
+                self.ranked(replace(query, mode="any", limit=wanted)) if query.terms else []
+            ),
         )
 
-    def search_by_metadata(self, key: str, value: Any, *, limit: int | None = None) -> list[Fact]:
-        filters = metadata_equal_filter(key, value)
-        if limit is not None:  # bounded: the newest `limit` matches, read as a page
-            limit = check_limit(limit, "limit")
-            if limit <= 0:
-                return []
-            return self._list(filters, NO_ITEM_FILTERS, limit=limit)
-        return self._list(filters, NO_ITEM_FILTERS, oldest_first=True, limited=False)
-
-    def _list(
-        self,
-        filters: Filters,
-        item_filters: ItemFilters,
-        *,
-        oldest_first: bool = False,
-        limited: bool = True,
-        limit: int = 0,
-        offset: int = 0,
-    ) -> list[Fact]:
-        params = filter_params(filters, item_filters)
-        params.update(agent=self._agent, limit=limit, offset=offset)
-        text = sql.list_sql(filters.key, item_filters.key, oldest_first, limited)
+    def listed(self, listing: FactListing) -> list[Fact]:
+        params = filter_params(listing.filters, listing.items)
+        limited = listing.limit is not None
+        params.update(agent=self._agent, limit=listing.limit or 0, offset=listing.offset)
+        text = sql.list_sql(listing.filters.key, listing.items.key, listing.oldest_first, limited)
         with self._engine.read() as conn:
             rows = conn.execute(text, params).fetchall()
         return facts_from_rows(decoded(rows), ranked=False)
 
     def tags(self) -> dict[str, int]:
-        params = {"agent": self._agent, "now": now_ms()}
-        with self._engine.read() as conn:
-            counts = {decode(t): int(n) for t, n in conn.execute(sql.TAGS, params)}
+        counts = {decode(t): int(n) for t, n in self._read(sql.TAGS)}
         return dict(sorted(counts.items()))
 
     def categories(self) -> list[str]:
-        params = {"agent": self._agent, "now": now_ms()}
-        with self._engine.read() as conn:
-            return sorted(r[0] for r in conn.execute(sql.CATEGORIES, params))
+        return sorted(r[0] for r in self._read(sql.CATEGORIES))
 
-    def list(
-        self,
-        *,
-        tags: Sequence[str] | None = None,
-        category: str | None = None,
-        source: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        limit: int = 20,
-        offset: int = 0,
-        layer: str | Sequence[str] | None = None,
-        kind: str | None = None,
-        min_confidence: float | None = None,
-        as_of: datetime | None = None,
-    ) -> list[Fact]:
-        filters = make_filters(tags, category, source, since, until, metadata)
-        item_filters = make_item_filters(layer, kind, min_confidence, as_of)
-        limit, offset = check_page(limit, offset)
-        if limit <= 0:
-            return []
-        return self._list(filters, item_filters, limit=limit, offset=offset)
+
+def _fact_vectors(engine: Engine, embedding: Embedding) -> FactVectors:
+    from .vectors import FactVectors  # numpy: only with an embedder
+
+    return FactVectors(engine, embedding)
+
+
+class PostgresFactStore(FactStoreFront):
+    """`FactStore` over one agent's rows of a PostgreSQL database: the fact store front
+    over `PostgresFactPort`; thread-safe."""
+
+    _port: PostgresFactPort
+
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        super().__init__(PostgresFactPort(engine, embedder))
+
+    # What code written against the store before it had a port reads (the import).
+
+    @property
+    def _engine(self) -> Engine:
+        return self._port._engine
+
+    @property
+    def _compiler(self) -> QueryCompiler:
+        return self._port.compiler
+
+    def _params(self, row: FactRow) -> dict[str, Any]:
+        return self._port.params(row)
+
+    def _write_rows(
+        self, conn: Conn, rows: Sequence[FactRow], params: list[dict[str, Any]], now: int
+    ) -> None:
+        self._port.write_rows(conn, rows, params, now)
