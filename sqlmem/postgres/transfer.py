@@ -57,6 +57,7 @@ from ..rules.export_format import (
 from ..rules.filters import prepare_fact
 from ..rules.import_batches import write_in_batches
 from ..rules.rows import facts_from_rows
+from ..search.query import compiler_for
 from . import facts_sql, vectors_sql
 from . import transfer_sql as sql
 from .chains import link_supersessions
@@ -66,6 +67,7 @@ from .docs_sql import DOCUMENTS
 from .docs_transfer import export_documents, import_document, import_revision
 from .engine import Conn
 from .fact_params import decoded
+from .history import message_row
 from .kv_transfer import export_framework_records, import_framework_row
 from .message_vectors_transfer import (
     export_message_vectors,
@@ -322,7 +324,7 @@ def _write_message(
          "archived": row.seq if row.archived else 0, "summary": "", "has_summary": False,
          "now": now},
     )  # fmt: skip
-    values = db.history._encode(row.message, now)
+    values = message_row(compiler_for(db.config.tokenizer), row.message, now)
     cur = conn.execute(sql.IMPORT_MESSAGE, (db.agent_id, session, row.seq, *values))
     if cur.rowcount:
         counts.messages += 1
