@@ -32,17 +32,15 @@ Unlike the SQLite store, messages are always indexed: `history_search=False` onl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from psycopg import errors as pg
 
-from ..config import StoreConfig
 from ..records import Message
 from ..rules.checks import check_text, encode_metadata, encode_tool_calls
-from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms, now_ms
-from ..rules.history_modes import vector_texts
 from ..rules.rows import messages_from_rows
 from ..rules.window import archive_boundary
 from ..search.query import (
@@ -53,6 +51,7 @@ from ..search.query import (
     segment,
 )
 from ..stores.history import HistoryStoreFront, seqs_exhausted
+from ..stores.history_port import VectorsPart
 from . import history_sql as sql
 from .codec import decode, encode
 from .engine import Conn, Engine
@@ -60,7 +59,7 @@ from .ranking import best, lexemes, single_lexemes, tsquery, tsvector
 
 if TYPE_CHECKING:
     from ..protocols import Embedder
-    from ..rules.history_hybrid import MessageVectorLeg
+    from ..search.embedding import Embedding
     from .message_vectors import MessageVectors
 
 __all__ = ["PostgresHistoryPort", "PostgresHistoryStore", "message_row"]
@@ -69,6 +68,12 @@ __all__ = ["PostgresHistoryPort", "PostgresHistoryStore", "message_row"]
 def _decoded(rows: Iterable[Sequence[Any]]) -> list[tuple[Any, ...]]:
     """MESSAGE_COLUMNS rows with content, name and tool_call_id decoded (codec)."""
     return [(r[0], r[1], decode(r[2]), decode(r[3]), decode(r[4]), *r[5:]) for r in rows]
+
+
+def _message_vectors(engine: Engine, embedding: Embedding) -> MessageVectors:
+    from .message_vectors import MessageVectors  # numpy: only with an embedder
+
+    return MessageVectors(engine, embedding)
 
 
 def message_row(compiler: QueryCompiler, m: Message, now: int) -> list[Any]:
@@ -96,35 +101,21 @@ def message_row(compiler: QueryCompiler, m: Message, now: int) -> list[Any]:
     ]
 
 
-class PostgresHistoryPort:
+class PostgresHistoryPort(VectorsPart["MessageVectors"]):
     """The history store's storage operations over one agent's rows (`HistoryPort`);
     thread-safe."""
 
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
         """`embedder`: messages with text get vectors, and search modes "vector" and
         "hybrid" (`message_vectors`)."""
+        super().__init__(engine.config, embedder, partial(_message_vectors, engine))
         self._engine = engine
         self._agent = engine.agent_id
-        self._config = engine.config
         self.compiler = compiler_for(engine.config.tokenizer)
-        self._vectors: MessageVectors | None = None
-        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
-            from ..search.embedding import Embedding
-            from .message_vectors import MessageVectors
-
-            self._vectors = MessageVectors(engine, Embedding(embedder))
-
-    @property
-    def config(self) -> StoreConfig:
-        return self._config
 
     @property
     def label(self) -> str:
         return f"PostgresHistoryStore agent={self._agent!r}"
-
-    @property
-    def embedder(self) -> Embedder | None:
-        return self._vectors.embedding.embedder if self._vectors is not None else None
 
     @property
     def vectors(self) -> MessageVectors | None:
@@ -141,8 +132,7 @@ class PostgresHistoryPort:
         transaction: then an explicit one, else the statement is its own (one round trip).
         Vectors too are written in the append's transaction, by a second statement."""
         rows = [message_row(self.compiler, m, now) for m in messages]
-        vectors = self._vectors
-        prepared = vectors.prepare(vector_texts(messages, now)) if vectors is not None else None
+        prepared = self._prepared(messages, now)
         count = len(rows)
         columns = [list(column) for column in zip(*rows, strict=True)]
         params: dict[str, Any] = dict(zip(sql.APPEND_COLUMNS, columns, strict=True))
@@ -163,8 +153,8 @@ class PostgresHistoryPort:
             assert got is not None
             last, archived, holes = int(got[0]), int(got[1]), int(got[2])
             if prepared:
-                assert vectors is not None
-                vectors.write(conn, params["session"], last - count + 1, prepared)
+                assert self._vectors is not None
+                self._vectors.write(conn, params["session"], last - count + 1, prepared)
             if limit is not None and last - archived - holes > limit:
                 self._archive(conn, params["session"], (last, archived, holes), limit, None)
         return list(range(last - count + 1, last + 1))
@@ -286,13 +276,6 @@ class PostgresHistoryPort:
     def sessions(self) -> list[str]:
         with self._engine.read() as conn:
             return sorted(decode(r[0]) for r in conn.execute(sql.SESSIONS, (self._agent,)))
-
-    def vector_leg(self) -> MessageVectorLeg | None:
-        return self._vectors
-
-    def embed_pending(self, batch_size: int, progress: Callable[[int, int], object] | None) -> int:
-        assert self._vectors is not None  # the front checked the embedder
-        return self._vectors.embed_pending(batch_size, progress)
 
     def search_words(self, query: str, session_id: str | None, top_k: int) -> list[Message]:
         """Ranked in the server when every term is one lexeme and there are few; else the

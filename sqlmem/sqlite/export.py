@@ -1,7 +1,7 @@
 """Export of a SQLite memory database: the records of the format in rules/export_format.py.
 
-Rows are read in pages by key (statements in history_sql.py and facts_sql.py), each page
-in its own short read through the engine's reader pool.
+Rows are read in pages by key (statements in history_transfer_sql.py and facts_sql.py),
+each page in its own short read through the engine's reader pool.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from ..rules.export_format import (
 )
 from .docs_transfer import export_documents
 from .facts_sql import EXPORT_FACTS_PAGE
-from .history_sql import EXPORT_MESSAGES_PAGE, EXPORT_SESSIONS_PAGE
+from .history_transfer_sql import EXPORT_MESSAGES_PAGE, EXPORT_SESSIONS_PAGE
 from .kv_transfer import export_checkpoints, export_kv
 from .message_vectors_transfer import export_message_vectors, has_message_vectors
 from .migrations import read_user_version

@@ -37,7 +37,8 @@ connection, so each result is a consistent snapshot. Arguments are checked by th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -46,12 +47,11 @@ from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..records import Message
 from ..rules.checks import encode_metadata, encode_tool_calls
-from ..rules.embedder import check_embedder
 from ..rules.encoding import dt_to_ms
-from ..rules.history_modes import vector_texts
 from ..rules.rows import messages_from_read_rows, messages_from_rows
 from ..search.query import segment
 from ..stores.history import HistoryStoreFront, seqs_exhausted
+from ..stores.history_port import VectorsPart
 from . import history_sql as sql
 from .engine import Engine
 from .fts_any import AnyShortcut
@@ -62,7 +62,7 @@ from .writer import Writer
 
 if TYPE_CHECKING:
     from ..protocols import Embedder
-    from ..rules.history_hybrid import MessageVectorLeg
+    from ..search.embedding import Embedding
     from .message_vectors import MessageVectors, Prepared
 
 __all__ = [
@@ -111,7 +111,13 @@ def _first(row: Sequence[Any]) -> Any:
     return row[0]
 
 
-class SQLiteHistoryPort:
+def _message_vectors(engine: Engine, embedding: Embedding) -> MessageVectors:
+    from .message_vectors import MessageVectors  # numpy: only with an embedder
+
+    return MessageVectors(engine, embedding)
+
+
+class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
     """The history store's storage operations over one database file (`HistoryPort`);
     thread-safe, shareable between processes.
 
@@ -122,28 +128,14 @@ class SQLiteHistoryPort:
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
         """`embedder`: every message with text gets a vector, and search offers modes
         "vector" and "hybrid" (`message_vectors`)."""
+        super().__init__(engine.config, embedder, partial(_message_vectors, engine))
         self._engine = engine
-        self._config = engine.config
         self._searchable = 1 if self._config.history_search else 0
         self._any = AnyShortcut(sql.ANY)
-        self._vectors: MessageVectors | None = None
-        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
-            from ..search.embedding import Embedding
-            from .message_vectors import MessageVectors
-
-            self._vectors = MessageVectors(engine, Embedding(embedder))
-
-    @property
-    def config(self) -> StoreConfig:
-        return self._config
 
     @property
     def label(self) -> str:
         return f"SQLiteHistoryStore {str(self._engine.path)!r}"
-
-    @property
-    def embedder(self) -> Embedder | None:
-        return self._vectors.embedding.embedder if self._vectors is not None else None
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -152,9 +144,7 @@ class SQLiteHistoryPort:
         # One INSERT shape for the whole batch.
         plain = is_plain(messages[0]) if len(messages) == 1 else all(map(is_plain, messages))
         rows = [self._encode(m, now, plain) for m in messages]
-        vectors = self._vectors
-        prepared = vectors.prepare(vector_texts(messages, now)) if vectors is not None else None
-        return self._insert(session_id, rows, now, plain, prepared)
+        return self._insert(session_id, rows, now, plain, self._prepared(messages, now))
 
     def _encode(self, m: Message, now: int, plain: bool) -> tuple[Any, ...]:
         """Everything of a row but (session, seq), in the columns of the INSERT shape
@@ -305,13 +295,6 @@ class SQLiteHistoryPort:
         messages made only of common words, and rank a message that holds some of the
         common words by its rare words (`sqlmem.sqlite.fts_any`)."""
         return search_words(self._engine, self._any, query, session_id, top_k)
-
-    def vector_leg(self) -> MessageVectorLeg | None:
-        return self._vectors
-
-    def embed_pending(self, batch_size: int, progress: Callable[[int, int], object] | None) -> int:
-        assert self._vectors is not None  # the front checked the embedder
-        return self._vectors.embed_pending(batch_size, progress)
 
 
 class SQLiteHistoryStore(HistoryStoreFront):

@@ -10,16 +10,20 @@ passed `check_message`, counts are ints within the bounds the front enforces.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from ..config import StoreConfig
 from ..records import Message
+from ..rules.embedder import check_embedder
+from ..rules.history_modes import vector_texts
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # numpy: only with an embedder
     from ..protocols import Embedder
     from ..rules.history_hybrid import MessageVectorLeg
+    from ..search.embedding import Embedding
+    from ..search.vectors import Vector
 
-__all__ = ["HistoryPort"]
+__all__ = ["HistoryPort", "MessageVectorStore", "VectorsPart"]
 
 
 @runtime_checkable
@@ -87,3 +91,62 @@ class HistoryPort(Protocol):
         """Fill the missing vectors (the front has checked that there is an embedder and
         the batch size); return how many were filled."""
         ...
+
+
+class MessageVectorStore(Protocol):
+    """A database backend's message vectors (`sqlite.message_vectors`,
+    `postgres.message_vectors`): the cosine leg (`rules.history_hybrid.MessageVectorLeg`),
+    plus what an append and `embed_pending` need. What `prepare` returns goes to the
+    backend's own write, in the append's transaction."""
+
+    @property
+    def embedding(self) -> Embedding: ...
+
+    def search(self, query: Vector, limit: int, session_id: str | None) -> list[Message]: ...
+
+    def prepare(self, contents: Sequence[str]) -> Any: ...
+
+    def embed_pending(
+        self, batch_size: int, progress: Callable[[int, int], object] | None
+    ) -> int: ...
+
+
+V = TypeVar("V", bound=MessageVectorStore)
+
+
+class VectorsPart(Generic[V]):
+    """What a database port does with message vectors, the same over any database: the
+    embedder checked once, the model loaded (numpy imported) only with one, vectors
+    prepared before the append's transaction, the leg and the filler handed out as they
+    are. The in-memory port keeps its vectors on its messages instead."""
+
+    def __init__(
+        self, config: StoreConfig, embedder: Embedder | None, vectors_of: Callable[[Embedding], V]
+    ) -> None:
+        self._config = config
+        self._vectors: V | None = None
+        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
+            from ..search.embedding import Embedding
+
+            self._vectors = vectors_of(Embedding(embedder))
+
+    @property
+    def config(self) -> StoreConfig:
+        return self._config
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self._vectors.embedding.embedder if self._vectors is not None else None
+
+    def _prepared(self, messages: Sequence[Message], now: int) -> Any:
+        """The messages' vectors, made before any transaction: the model runs with no
+        lock held (None without an embedder)."""
+        vectors = self._vectors
+        return vectors.prepare(vector_texts(messages, now)) if vectors is not None else None
+
+    def vector_leg(self) -> MessageVectorLeg | None:
+        return self._vectors
+
+    def embed_pending(self, batch_size: int, progress: Callable[[int, int], object] | None) -> int:
+        assert self._vectors is not None  # the front checked the embedder
+        return self._vectors.embed_pending(batch_size, progress)
