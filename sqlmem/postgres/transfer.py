@@ -25,18 +25,14 @@ the SQLite file's merge (`sqlmem.postgres.kv_transfer`), and an export carries t
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..records import Fact
 from ..rules.encoding import dt_to_ms, now_ms
 from ..rules.export_format import (
-    EXPORT_FORMAT,
-    FORMAT_VERSION,
-    READABLE_FORMAT_VERSION,
     BlobRow,
     DocumentRow,
     ExportStream,
@@ -49,16 +45,16 @@ from ..rules.export_format import (
     SummaryRow,
     VectorRow,
     chain_fields,
-    iso_from_ms,
     iso_ms,
     read_export,
     read_records,
 )
+from ..rules.export_records import message_record, paged, summary_record
 from ..rules.filters import prepare_fact
 from ..rules.import_merge import StoredFact, stored_fact_of
 from ..rules.rows import facts_from_rows
 from ..search.query import QueryCompiler, compiler_for
-from ..stores.transfer import import_into
+from ..stores.transfer import export_from, import_into
 from . import facts_sql, vectors_sql
 from . import transfer_sql as sql
 from .chains import link_supersessions
@@ -81,6 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH_SIZE",
+    "PostgresExportPort",
     "PostgresImportPort",
     "export_records",
     "import_lines",
@@ -89,7 +86,6 @@ __all__ = [
 ]
 
 BATCH_SIZE = 1000
-_PAGE = 1000
 
 
 # -- export ----------------------------------------------------------------------------------
@@ -99,84 +95,69 @@ def export_records(db: PostgresDB, progress: Progress | None = None) -> Iterator
     """The header, then every message, session summary, live fact, fact vector, document,
     kept revision, live kv row, checkpoint and pending write of the agent, as dicts; pages
     by key, each its own short read. `progress(n)` is called every 10,000 records."""
-    with db._engine.read() as conn:
-        row = conn.execute("SELECT max(version) FROM sqlmem_schema_version").fetchone()
-        changing = conn.execute(sql.ANY_CHANGING, (db.agent_id, db.agent_id)).fetchone()
-    message_vectors = has_message_vectors(db)
-    newer = changing is not None or message_vectors
-    yield {
-        "format": EXPORT_FORMAT,
-        "format_version": READABLE_FORMAT_VERSION if newer else FORMAT_VERSION,
-        "schema_version": int(row[0]) if row and row[0] is not None else 0,
-        "exported_at": iso_ms(datetime.now(timezone.utc)),
-    }
-    parts = (
-        _messages(db), _summaries(db),
-        export_message_vectors(db) if message_vectors else iter(()),
-        _facts(db), _vectors(db), export_documents(db), export_framework_records(db),
-    )  # fmt: skip
-    count = 0
-    for part in parts:
-        for record in part:
-            yield record
-            count += 1
-            if progress is not None and count % 10_000 == 0:
-                progress(count)
+    return export_from(PostgresExportPort(db), progress)
+
+
+class PostgresExportPort:
+    """One PostgreSQL agent as an export source (`ExportPort`)."""
+
+    def __init__(self, db: PostgresDB) -> None:
+        self._db = db
+
+    def header(self) -> tuple[int, bool]:
+        agent = self._db.agent_id
+        with self._db._engine.read() as conn:
+            row = conn.execute("SELECT max(version) FROM sqlmem_schema_version").fetchone()
+            changing = conn.execute(sql.ANY_CHANGING, (agent, agent)).fetchone()
+        return (int(row[0]) if row and row[0] is not None else 0), changing is not None
+
+    def has_message_vectors(self) -> bool:
+        return has_message_vectors(self._db)
+
+    def parts(self, message_vectors: bool) -> Sequence[Iterator[dict[str, Any]]]:
+        db = self._db
+        return (
+            _messages(db), _summaries(db),
+            export_message_vectors(db) if message_vectors else iter(()),
+            _facts(db), _vectors(db), export_documents(db), export_framework_records(db),
+        )  # fmt: skip
 
 
 def _messages(db: PostgresDB) -> Iterator[dict[str, Any]]:
-    after: tuple[str, int] = ("", 0)
-    while True:
+    def read(after: tuple[str, int], page: int) -> list[Any]:
         with db._engine.read() as conn:
-            rows = conn.execute(sql.EXPORT_MESSAGES_PAGE, (db.agent_id, *after, _PAGE)).fetchall()
-        for r in rows:
-            yield {
-                "type": "message",
-                "session_id": decode(r[0]),
-                "seq": r[1],
-                "archived": bool(r[2]),
-                "role": r[3],
-                "content": decode(r[4]),
-                "name": decode(r[5]),
-                "tool_call_id": decode(r[6]),
-                "tool_calls": json.loads(r[7]),
-                "is_error": bool(r[8]),
-                "metadata": json.loads(r[9]),
-                "created_at": iso_from_ms(r[10]),
-            }
-        if len(rows) < _PAGE:
-            return
-        after = (rows[-1][0], rows[-1][1])
+            return conn.execute(sql.EXPORT_MESSAGES_PAGE, (db.agent_id, *after, page)).fetchall()
+
+    for r in paged(read, ("", 0), _session_and_seq):
+        yield message_record((decode(r[0]), r[1], r[2], r[3], decode(r[4]), decode(r[5]),
+                              decode(r[6]), *r[7:]))  # fmt: skip
+
+
+def _session_and_seq(row: Sequence[Any]) -> tuple[str, int]:
+    return (row[0], row[1])
 
 
 def _summaries(db: PostgresDB) -> Iterator[dict[str, Any]]:
-    after = ""
-    while True:
+    def read(after: str, page: int) -> list[Any]:
         with db._engine.read() as conn:
-            rows = conn.execute(sql.EXPORT_SESSIONS_PAGE, (db.agent_id, after, _PAGE)).fetchall()
-        for session_id, summary, archived_seq in rows:
-            yield {
-                "type": "summary",
-                "session_id": decode(session_id),
-                "summary": decode(summary),
-                "archived_seq": archived_seq,
-            }
-        if len(rows) < _PAGE:
-            return
-        after = rows[-1][0]
+            return conn.execute(sql.EXPORT_SESSIONS_PAGE, (db.agent_id, after, page)).fetchall()
+
+    for session_id, summary, archived_seq in paged(read, "", _first):
+        yield summary_record(decode(session_id), decode(summary), archived_seq)
+
+
+def _first(row: Sequence[Any]) -> Any:
+    return row[0]
 
 
 def _facts(db: PostgresDB) -> Iterator[dict[str, Any]]:
-    after = 0
-    while True:
+    def read(after: int, page: int) -> list[Any]:
         with db._engine.read() as conn:
-            params = {"agent": db.agent_id, "after": after, "limit": _PAGE, "now": now_ms()}
-            rows = conn.execute(sql.EXPORT_FACTS_PAGE, params).fetchall()
-        for fact in facts_from_rows(decoded(r[1:] for r in rows), ranked=False):
-            yield _fact_record(fact)
-        if len(rows) < _PAGE:
-            return
-        after = rows[-1][0]
+            params = {"agent": db.agent_id, "after": after, "limit": page, "now": now_ms()}
+            return conn.execute(sql.EXPORT_FACTS_PAGE, params).fetchall()
+
+    for row in paged(read, 0, _first):
+        yield _fact_record(facts_from_rows(decoded([row[1:]]), ranked=False)[0])
 
 
 def _fact_record(f: Fact) -> dict[str, Any]:
@@ -208,18 +189,15 @@ def _ms(value: datetime | None) -> int | None:
 
 
 def _vectors(db: PostgresDB) -> Iterator[dict[str, Any]]:
-    after = 0
-    while True:
+    def read(after: int, page: int) -> list[Any]:
         with db._engine.read() as conn:
-            params = {"agent": db.agent_id, "after": after, "limit": _PAGE, "now": now_ms()}
-            rows = conn.execute(sql.EXPORT_VECTORS_PAGE, params).fetchall()
-        for _, fact_id, model, dim, vector in rows:
-            data = base64.b64encode(bytes(vector)).decode("ascii")
-            yield {"type": "vector", "id": decode(fact_id), "model": model, "dim": dim,
-                   "data": data}  # fmt: skip
-        if len(rows) < _PAGE:
-            return
-        after = rows[-1][0]
+            params = {"agent": db.agent_id, "after": after, "limit": page, "now": now_ms()}
+            return conn.execute(sql.EXPORT_VECTORS_PAGE, params).fetchall()
+
+    for _, fact_id, model, dim, vector in paged(read, 0, _first):
+        data = base64.b64encode(bytes(vector)).decode("ascii")
+        yield {"type": "vector", "id": decode(fact_id), "model": model, "dim": dim,
+               "data": data}  # fmt: skip
 
 
 # -- import ----------------------------------------------------------------------------------

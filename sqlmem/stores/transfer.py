@@ -1,4 +1,9 @@
-"""The import front: an export (`rules.export_format`) merged into any backend.
+"""The export and import front: an export (`rules.export_format`) written from, and merged
+into, any backend.
+
+Export (`export_from`): the header, then the port's record streams in one order, with
+progress; the records themselves are built by the shared rules (`rules.export_records`,
+`rules.export_vectors`...), so both backends write the same file.
 
 Import is a merge keyed by identity, so it is idempotent and safe to re-run: a message is
 identified by (session_id, seq) and never renumbered or overwritten; a session's counter
@@ -17,11 +22,17 @@ stays imported, and running the fixed file again only adds the rest.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from itertools import chain
+from typing import Any
 
 from ..protocols import Database, has_vector_search
 from ..records import Fact
 from ..rules.export_format import (
+    EXPORT_FORMAT,
+    FORMAT_VERSION,
+    READABLE_FORMAT_VERSION,
     BlobRow,
     DocumentRow,
     ExportStream,
@@ -33,13 +44,14 @@ from ..rules.export_format import (
     Row,
     SummaryRow,
     VectorRow,
+    iso_ms,
     newer_record,
 )
 from ..rules.import_batches import write_in_batches
 from ..rules.import_merge import beats_stored
-from .transfer_port import ImportBatch, ImportPort
+from .transfer_port import ExportPort, ImportBatch, ImportPort
 
-__all__ = ["BATCH_SIZE", "import_into"]
+__all__ = ["BATCH_SIZE", "export_from", "import_into"]
 
 #: Records per transaction.
 BATCH_SIZE = 1000
@@ -116,3 +128,25 @@ def _write_batch(
     counts.facts_skipped += seen - len(facts)
     for vector in vectors:
         batch.vector(vector, counts)
+
+
+def export_from(port: ExportPort, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
+    """The header, then every record the port's parts give, in their order (messages by
+    session then seq, summaries, message vectors, live facts oldest first, their vectors,
+    documents and their kept revisions, the frameworks' records); `progress(n)` every
+    10,000 records. The format version is the lowest that can hold what is exported, so
+    older readers read every file they can."""
+    schema_version, changing = port.header()
+    message_vectors = port.has_message_vectors()
+    yield {
+        "format": EXPORT_FORMAT,
+        "format_version": (
+            READABLE_FORMAT_VERSION if changing or message_vectors else FORMAT_VERSION
+        ),
+        "schema_version": schema_version,
+        "exported_at": iso_ms(datetime.now(timezone.utc)),
+    }
+    for count, record in enumerate(chain.from_iterable(port.parts(message_vectors)), start=1):
+        yield record
+        if progress is not None and count % 10_000 == 0:
+            progress(count)

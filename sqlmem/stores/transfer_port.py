@@ -1,4 +1,4 @@
-"""What a backend executes for the import front (`sqlmem.stores.transfer`).
+"""What a backend executes for the export and import front (`sqlmem.stores.transfer`).
 
 The front reads and validates the export, cuts it into batches, picks each batch's facts
 by the merge rule (`rules.import_merge`) and counts; a port opens one transaction per
@@ -9,9 +9,9 @@ themselves).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..protocols import Database
 from ..records import Fact
@@ -28,7 +28,7 @@ from ..rules.export_format import (
 )
 from ..rules.import_merge import StoredFact
 
-__all__ = ["ImportBatch", "ImportPort"]
+__all__ = ["ExportPort", "ImportBatch", "ImportPort"]
 
 
 class ImportBatch(Protocol):
@@ -78,4 +78,20 @@ class ImportPort(Protocol):
     @property
     def database(self) -> Database:
         """The database written to (its stores embed what came without vectors)."""
+        ...
+
+
+@runtime_checkable
+class ExportPort(Protocol):
+    """One backend's database as an export source: reads in pages by key, each page its
+    own short read, so writes made while an export runs may or may not be included."""
+
+    def header(self) -> tuple[int, bool]:
+        """(schema version, whether any fact has a key, a valid time or a link)."""
+        ...
+
+    def has_message_vectors(self) -> bool: ...
+
+    def parts(self, message_vectors: bool) -> Sequence[Iterator[dict[str, Any]]]:
+        """The record streams in the file's order (message vectors only when asked)."""
         ...

@@ -21,7 +21,7 @@ from sqlmem.sqlite import export as sqlite_export
 from sqlmem.sqlite import importer as sqlite_import
 from sqlmem.stores.history import HistoryStoreFront
 from sqlmem.stores.history_port import HistoryPort
-from sqlmem.stores.transfer_port import ImportPort
+from sqlmem.stores.transfer_port import ExportPort, ImportPort
 
 Opener = Callable[[], Any]
 
@@ -89,11 +89,16 @@ def _import(db: Any, records: list[dict[str, Any]]) -> Any:
     return module.import_records(db, records)
 
 
-def test_import_ports_satisfy_the_port(file_opener: Opener) -> None:
+def test_transfer_ports_satisfy_the_ports(file_opener: Opener) -> None:
     db = file_opener()
     port = _port_of(db)
     assert isinstance(port, ImportPort)
     assert port.database is db
+    source = (
+        pg_transfer.PostgresExportPort if _is_postgres(db) else sqlite_export.SQLiteExportPort
+    )(db)
+    assert isinstance(source, ExportPort)
+    assert source.header()[1] is False and source.has_message_vectors() is False
 
 
 def test_a_record_without_valid_time_imported_twice_writes_once(file_opener: Opener) -> None:
