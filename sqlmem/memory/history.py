@@ -1,4 +1,5 @@
-"""`InMemoryHistoryStore`: the SQLite history store's twin, for tests and file-less programs.
+"""`InMemoryHistoryStore`: the SQLite history store's twin, for tests and file-less programs:
+the history store front over `InMemoryHistoryPort`.
 
 Same protocol, same semantics, same errors as `SQLiteHistoryStore`; the contract suite and
 the stateful agreement test hold both to that. Sessions live in a dict of `_Session`
@@ -20,41 +21,29 @@ import json
 import threading
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..records import Message, ToolCall
-from ..rules.checks import (
-    check_around,
-    check_count,
-    check_history_search,
-    check_message,
-    check_session_id,
-    check_text,
-    encode_metadata,
-    encode_tool_calls,
-)
+from ..rules.checks import check_session_id, check_text, encode_metadata, encode_tool_calls
 from ..rules.embedder import check_embedder
-from ..rules.encoding import dt_from_ms, dt_to_ms, now_ms
-from ..rules.history_modes import (
-    HistoryMode,
-    check_history_mode,
-    message_needs_vector,
-    needs_embedder_error,
-)
-from ..rules.window import archive_boundary, drop_leading_tool_results
+from ..rules.encoding import dt_from_ms, dt_to_ms
+from ..rules.history_modes import message_needs_vector
+from ..rules.window import archive_boundary
 from ..search.bm25 import occurrences, scores
 from ..search.query import MAX_QUERY_TERMS, compiler_for, rarest_terms, segment, tokens_of
+from ..stores.history import HistoryStoreFront
 from .history_vectors import TwinVectors, pending_vectors, vectors_for
 
 if TYPE_CHECKING:
     from ..protocols import Embedder
+    from ..rules.history_hybrid import MessageVectorLeg
     from ..search.embedding import Embedding
 
-__all__ = ["InMemoryHistoryStore"]
+__all__ = ["InMemoryHistoryPort", "InMemoryHistoryStore"]
 
 
 @dataclass
@@ -92,22 +81,18 @@ def _seq_of(stored: _Stored) -> int:
     return stored.seq
 
 
-class InMemoryHistoryStore:
-    """`HistoryStore` held in a dict; thread-safe (one lock), nothing persisted.
+class InMemoryHistoryPort:
+    """The twin's storage operations (`HistoryPort`): sessions in a dict, one lock.
 
-    Honours `StoreConfig.history_search` (search raises `InvalidArgumentError` when off),
-    `max_history_len` and `tokenizer`; the other settings concern files only.
+    Honours `StoreConfig.history_search`, `max_history_len` and `tokenizer`; the other
+    settings concern files only.
     """
 
-    def __init__(
-        self, config: StoreConfig | None = None, *, embedder: Embedder | None = None
-    ) -> None:
+    def __init__(self, config: StoreConfig, embedder: Embedder | None = None) -> None:
         """`embedder`: messages with text get vectors, and search modes "vector" and
         "hybrid", as on SQLite."""
-        if config is not None and not isinstance(config, StoreConfig):
-            raise InvalidArgumentError("config must be a StoreConfig")
-        self._config = config or StoreConfig()
-        self._compiler = compiler_for(self._config.tokenizer)
+        self._config = config
+        self._compiler = compiler_for(config.tokenizer)
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.RLock()
         self._inserted = 0  # messages ever stored: the next one's `order`
@@ -121,44 +106,32 @@ class InMemoryHistoryStore:
             self._embedding = Embedding(embedder)
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedder message vectors come from (None: BM25 search only)."""
-        return self._embedding.embedder if self._embedding is not None else None
+    def config(self) -> StoreConfig:
+        return self._config
 
-    def __repr__(self) -> str:
-        return f"<InMemoryHistoryStore sessions={len(self._sessions)}>"
+    @property
+    def label(self) -> str:
+        return f"InMemoryHistoryStore sessions={len(self._sessions)}"
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self._embedding.embedder if self._embedding is not None else None
 
     # -- atomic blocks (sqlmem.memory.db) ---------------------------------------------------
 
-    def _snapshot(self) -> object:
+    def snapshot(self) -> object:
         """The sessions as they are now; stored messages are never changed in place, so
         copying each session's list and scalars is enough."""
         return {sid: replace(s, messages=list(s.messages)) for sid, s in self._sessions.items()}
 
-    def _restore(self, state: object) -> None:
+    def restore(self, state: object) -> None:
         assert isinstance(state, dict)
         self._sessions = state
 
     # -- writes ---------------------------------------------------------------------------
 
-    def append(self, session_id: str, message: Message) -> int:
-        check_session_id(session_id)
-        stored = _normalise(check_message(message), now_ms())
-        return self._insert(session_id, [stored])[0]
-
-    def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
-        check_session_id(session_id)
-        if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Iterable):
-            raise InvalidArgumentError("messages must be an iterable of sqlmem.Message")
-        now = now_ms()
-        items = [
-            _normalise(check_message(m, f"messages[{i}]"), now) for i, m in enumerate(messages)
-        ]
-        if not items:
-            return []
-        return self._insert(session_id, items)
-
-    def _insert(self, session_id: str, items: list[Message]) -> list[int]:
+    def append(self, session_id: str, messages: Sequence[Message], now: int) -> list[int]:
+        items = [_normalise(m, now) for m in messages]
         # The model runs here, with no lock held; inside an atomic() block (which holds the
         # lock) only known vectors are taken, and the rest filled once the block has ended.
         block = self._open_block() if self._embedding is not None else None
@@ -184,21 +157,14 @@ class InMemoryHistoryStore:
 
     def _fill_after_block(self) -> None:
         """The vectors an `atomic()` block's appends lacked, once it ended (no lock held)."""
-        self.embed_pending()
+        if self._embedding is not None:
+            TwinVectors(self._embedding, self).embed_pending(64, None)
 
-    def set_summary(self, session_id: str, text: str) -> None:
-        check_session_id(session_id)
-        check_text(text, "text")
+    def set_summary(self, session_id: str, text: str, now: int) -> None:
         with self._lock:
             self._sessions.setdefault(session_id, _Session()).summary = text
 
-    def compact(self, session_id: str, keep_last: int, summary: str | None = None) -> int:
-        check_session_id(session_id)
-        keep_last = check_count(keep_last, "keep_last")
-        if keep_last < 0:
-            raise InvalidArgumentError(f"keep_last must be >= 0, got {keep_last}")
-        if summary is not None:
-            check_text(summary, "summary")
+    def compact(self, session_id: str, keep_last: int, summary: str | None, now: int) -> int:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
@@ -209,8 +175,7 @@ class InMemoryHistoryStore:
                 session.summary = summary
             return _archive(session, keep_last)
 
-    def pop(self, session_id: str) -> Message | None:
-        check_session_id(session_id)
+    def pop(self, session_id: str, now: int) -> Message | None:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None or not session.active_count():
@@ -220,7 +185,6 @@ class InMemoryHistoryStore:
     def forget_message(self, session_id: str, seq: int) -> int:
         """Remove the message `seq` (archived or not; its seq is never reused); 1 when it
         was there (`InMemoryDB.forget`; not part of the HistoryStore protocol)."""
-        check_session_id(session_id)
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
@@ -231,32 +195,20 @@ class InMemoryHistoryStore:
             return removed
 
     def purge(self, session_id: str) -> None:
-        check_session_id(session_id)
         with self._lock:
             self._sessions.pop(session_id, None)
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get_recent(self, session_id: str, n: int, *, pair_safe: bool = True) -> list[Message]:
-        check_session_id(session_id)
-        n = check_count(n, "n")
-        if n <= 0:
-            return []
+    def recent(self, session_id: str, n: int) -> list[Message]:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
                 return []
             start = max(session.first_active(), len(session.messages) - n)
-            window = session.messages[start:]
-            if pair_safe:
-                window = drop_leading_tool_results(window)
-            return [_copy(s.message) for s in window]
+            return [_copy(s.message) for s in session.messages[start:]]
 
-    def around(
-        self, session_id: str, seq: int, *, before: int = 0, after: int = 1
-    ) -> list[Message]:
-        check_session_id(session_id)
-        seq, before, after = check_around(seq, before, after)
+    def around(self, session_id: str, seq: int, before: int, after: int) -> list[Message]:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
@@ -267,8 +219,7 @@ class InMemoryHistoryStore:
                 return []
             return [_copy(s.message) for s in stored[max(0, at - before) : at + after + 1]]
 
-    def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
-        check_session_id(session_id)
+    def all(self, session_id: str, include_archived: bool) -> list[Message]:
         with self._lock:
             session = self._sessions.get(session_id)
             if session is None:
@@ -277,13 +228,11 @@ class InMemoryHistoryStore:
             return [_copy(s.message) for s in session.messages[start:]]
 
     def count(self, session_id: str) -> int:
-        check_session_id(session_id)
         with self._lock:
             session = self._sessions.get(session_id)
             return 0 if session is None else session.active_count()
 
-    def get_summary(self, session_id: str) -> str:
-        check_session_id(session_id)
+    def summary(self, session_id: str) -> str:
         with self._lock:
             session = self._sessions.get(session_id)
             return "" if session is None else session.summary
@@ -292,12 +241,11 @@ class InMemoryHistoryStore:
         with self._lock:
             return sorted(k for k, s in self._sessions.items() if s.messages or s.summary)
 
-    def embed_pending(
-        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
-    ) -> int:
-        """Vectors for the messages with text that have none; returns how many were added."""
-        if self._embedding is None:
-            raise needs_embedder_error("embed_pending")
+    def vector_leg(self) -> MessageVectorLeg | None:
+        return None if self._embedding is None else TwinVectors(self._embedding, self)
+
+    def embed_pending(self, batch_size: int, progress: Callable[[int, int], object] | None) -> int:
+        assert self._embedding is not None  # the front checked the embedder
         return TwinVectors(self._embedding, self).embed_pending(batch_size, progress)
 
     def without_vectors(self) -> int:
@@ -305,29 +253,8 @@ class InMemoryHistoryStore:
         with self._lock:
             return len(pending_vectors(self._sessions))
 
-    def search(
-        self,
-        query: str,
-        *,
-        session_id: str | None = None,
-        top_k: int = 10,
-        mode: HistoryMode = "any",
-    ) -> list[Message]:
-        """Same matches as the SQLite store; BM25 computed here as FTS5 computes it.
-
-        Raises `InvalidArgumentError` when history search is off.
-        """
-        if check_history_mode(mode) != "any":  # by meaning (numpy loads only then)
-            from ..rules.history_hybrid import search_by_meaning
-
-            leg = None if self._embedding is None else TwinVectors(self._embedding, self)
-            return search_by_meaning(
-                self._config.history_search, query, session_id, top_k, mode, leg,
-                lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
-            )  # fmt: skip
-        top_k = check_history_search(self._config.history_search, query, session_id, top_k)
-        if top_k <= 0:
-            return []
+    def search_words(self, query: str, session_id: str | None, top_k: int) -> list[Message]:
+        """Same matches as the SQLite store; BM25 computed here as FTS5 computes it."""
         found = self._compiler.terms(query)
         if not found:
             return []
@@ -354,6 +281,64 @@ class InMemoryHistoryStore:
                 )
             ranked.sort(key=lambda hit: -hit[1])  # stable: equal scores in storage order
             return [_copy(docs[i].message, score) for i, score in ranked[:top_k]]
+
+
+class InMemoryHistoryStore(HistoryStoreFront):
+    """`HistoryStore` held in a dict: the front over an `InMemoryHistoryPort`; thread-safe
+    (one lock), nothing persisted.
+
+    Honours `StoreConfig.history_search` (search raises `InvalidArgumentError` when off),
+    `max_history_len` and `tokenizer`; the other settings concern files only.
+    """
+
+    def __init__(
+        self, config: StoreConfig | None = None, *, embedder: Embedder | None = None
+    ) -> None:
+        """`embedder`: messages with text get vectors, and search modes "vector" and
+        "hybrid", as on SQLite."""
+        if config is not None and not isinstance(config, StoreConfig):
+            raise InvalidArgumentError("config must be a StoreConfig")
+        self._twin = InMemoryHistoryPort(config or StoreConfig(), embedder)
+        super().__init__(self._twin)
+
+    # What an InMemoryDB shares with its twins (one lock, the atomic block's work list)
+    # and reads of them (its stats, maintenance and forgetting), beyond the protocol.
+
+    @property
+    def _lock(self) -> Any:
+        return self._twin._lock
+
+    @_lock.setter
+    def _lock(self, lock: Any) -> None:
+        self._twin._lock = lock
+
+    @property
+    def _open_block(self) -> Callable[[], list[Callable[[], None]] | None]:
+        return self._twin._open_block
+
+    @_open_block.setter
+    def _open_block(self, found: Callable[[], list[Callable[[], None]] | None]) -> None:
+        self._twin._open_block = found
+
+    @property
+    def _sessions(self) -> dict[str, _Session]:
+        return self._twin._sessions
+
+    def _snapshot(self) -> object:
+        return self._twin.snapshot()
+
+    def _restore(self, state: object) -> None:
+        self._twin.restore(state)
+
+    def forget_message(self, session_id: str, seq: int) -> int:
+        """Remove the message `seq` (archived or not; its seq is never reused); 1 when it
+        was there (`InMemoryDB.forget`; not part of the HistoryStore protocol)."""
+        check_session_id(session_id)
+        return self._twin.forget_message(session_id, seq)
+
+    def without_vectors(self) -> int:
+        """Messages with text but no vector (what a database's `stats()` reports)."""
+        return self._twin.without_vectors()
 
 
 def _normalise(message: Message, now: int) -> Message:

@@ -9,7 +9,7 @@
 The export is the same records in the same order as the SQLite file's (messages by session
 then seq, summaries, message vectors, live facts oldest first, their vectors, then the
 workspace documents and their kept revisions: `docs_transfer`, which orders them by path);
-import is the same merge keyed by identity as `sqlmem.sqlite.importer` (idempotent:
+import is the import front's merge keyed by identity (`sqlmem.stores.transfer`, idempotent:
 importing twice adds nothing; counters and archive boundaries only move forward; of two
 records of one fact the later `updated_at` wins; of a document, the higher revision), batch
 by batch, each batch one transaction, every record validated by the shared rules before its
@@ -25,17 +25,14 @@ the SQLite file's merge (`sqlmem.postgres.kv_transfer`), and an export carries t
 from __future__ import annotations
 
 import base64
-import json
-from collections.abc import Iterable, Iterator, Mapping
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..records import Fact
 from ..rules.encoding import dt_to_ms, now_ms
 from ..rules.export_format import (
-    EXPORT_FORMAT,
-    FORMAT_VERSION,
-    READABLE_FORMAT_VERSION,
     BlobRow,
     DocumentRow,
     ExportStream,
@@ -48,15 +45,16 @@ from ..rules.export_format import (
     SummaryRow,
     VectorRow,
     chain_fields,
-    iso_from_ms,
     iso_ms,
-    newer_record,
     read_export,
     read_records,
 )
+from ..rules.export_records import message_record, paged, summary_record
 from ..rules.filters import prepare_fact
-from ..rules.import_batches import write_in_batches
+from ..rules.import_merge import StoredFact, stored_fact_of
 from ..rules.rows import facts_from_rows
+from ..search.query import QueryCompiler, compiler_for
+from ..stores.transfer import export_from, import_into
 from . import facts_sql, vectors_sql
 from . import transfer_sql as sql
 from .chains import link_supersessions
@@ -66,6 +64,7 @@ from .docs_sql import DOCUMENTS
 from .docs_transfer import export_documents, import_document, import_revision
 from .engine import Conn
 from .fact_params import decoded
+from .history import message_row
 from .kv_transfer import export_framework_records, import_framework_row
 from .message_vectors_transfer import (
     export_message_vectors,
@@ -76,13 +75,17 @@ from .message_vectors_transfer import (
 if TYPE_CHECKING:
     from . import PostgresDB
 
-__all__ = ["BATCH_SIZE", "export_records", "import_lines", "import_records", "import_stream"]
+__all__ = [
+    "BATCH_SIZE",
+    "PostgresExportPort",
+    "PostgresImportPort",
+    "export_records",
+    "import_lines",
+    "import_records",
+    "import_stream",
+]
 
 BATCH_SIZE = 1000
-_PAGE = 1000
-_COMPARED = ("content", "source", "category", "tags", "metadata", "layer", "kind",
-             "confidence", "salience", "refs", "expires_ms", "hits", "key",
-             "valid_from_ms")  # fmt: skip
 
 
 # -- export ----------------------------------------------------------------------------------
@@ -92,84 +95,69 @@ def export_records(db: PostgresDB, progress: Progress | None = None) -> Iterator
     """The header, then every message, session summary, live fact, fact vector, document,
     kept revision, live kv row, checkpoint and pending write of the agent, as dicts; pages
     by key, each its own short read. `progress(n)` is called every 10,000 records."""
-    with db._engine.read() as conn:
-        row = conn.execute("SELECT max(version) FROM sqlmem_schema_version").fetchone()
-        changing = conn.execute(sql.ANY_CHANGING, (db.agent_id, db.agent_id)).fetchone()
-    message_vectors = has_message_vectors(db)
-    newer = changing is not None or message_vectors
-    yield {
-        "format": EXPORT_FORMAT,
-        "format_version": READABLE_FORMAT_VERSION if newer else FORMAT_VERSION,
-        "schema_version": int(row[0]) if row and row[0] is not None else 0,
-        "exported_at": iso_ms(datetime.now(timezone.utc)),
-    }
-    parts = (
-        _messages(db), _summaries(db),
-        export_message_vectors(db) if message_vectors else iter(()),
-        _facts(db), _vectors(db), export_documents(db), export_framework_records(db),
-    )  # fmt: skip
-    count = 0
-    for part in parts:
-        for record in part:
-            yield record
-            count += 1
-            if progress is not None and count % 10_000 == 0:
-                progress(count)
+    return export_from(PostgresExportPort(db), progress)
+
+
+class PostgresExportPort:
+    """One PostgreSQL agent as an export source (`ExportPort`)."""
+
+    def __init__(self, db: PostgresDB) -> None:
+        self._db = db
+
+    def header(self) -> tuple[int, bool]:
+        agent = self._db.agent_id
+        with self._db._engine.read() as conn:
+            row = conn.execute("SELECT max(version) FROM sqlmem_schema_version").fetchone()
+            changing = conn.execute(sql.ANY_CHANGING, (agent, agent)).fetchone()
+        return (int(row[0]) if row and row[0] is not None else 0), changing is not None
+
+    def has_message_vectors(self) -> bool:
+        return has_message_vectors(self._db)
+
+    def parts(self, message_vectors: bool) -> Sequence[Iterator[dict[str, Any]]]:
+        db = self._db
+        return (
+            _messages(db), _summaries(db),
+            export_message_vectors(db) if message_vectors else iter(()),
+            _facts(db), _vectors(db), export_documents(db), export_framework_records(db),
+        )  # fmt: skip
 
 
 def _messages(db: PostgresDB) -> Iterator[dict[str, Any]]:
-    after: tuple[str, int] = ("", 0)
-    while True:
+    def read(after: tuple[str, int], page: int) -> list[Any]:
         with db._engine.read() as conn:
-            rows = conn.execute(sql.EXPORT_MESSAGES_PAGE, (db.agent_id, *after, _PAGE)).fetchall()
-        for r in rows:
-            yield {
-                "type": "message",
-                "session_id": decode(r[0]),
-                "seq": r[1],
-                "archived": bool(r[2]),
-                "role": r[3],
-                "content": decode(r[4]),
-                "name": decode(r[5]),
-                "tool_call_id": decode(r[6]),
-                "tool_calls": json.loads(r[7]),
-                "is_error": bool(r[8]),
-                "metadata": json.loads(r[9]),
-                "created_at": iso_from_ms(r[10]),
-            }
-        if len(rows) < _PAGE:
-            return
-        after = (rows[-1][0], rows[-1][1])
+            return conn.execute(sql.EXPORT_MESSAGES_PAGE, (db.agent_id, *after, page)).fetchall()
+
+    for r in paged(read, ("", 0), _session_and_seq):
+        yield message_record((decode(r[0]), r[1], r[2], r[3], decode(r[4]), decode(r[5]),
+                              decode(r[6]), *r[7:]))  # fmt: skip
+
+
+def _session_and_seq(row: Sequence[Any]) -> tuple[str, int]:
+    return (row[0], row[1])
 
 
 def _summaries(db: PostgresDB) -> Iterator[dict[str, Any]]:
-    after = ""
-    while True:
+    def read(after: str, page: int) -> list[Any]:
         with db._engine.read() as conn:
-            rows = conn.execute(sql.EXPORT_SESSIONS_PAGE, (db.agent_id, after, _PAGE)).fetchall()
-        for session_id, summary, archived_seq in rows:
-            yield {
-                "type": "summary",
-                "session_id": decode(session_id),
-                "summary": decode(summary),
-                "archived_seq": archived_seq,
-            }
-        if len(rows) < _PAGE:
-            return
-        after = rows[-1][0]
+            return conn.execute(sql.EXPORT_SESSIONS_PAGE, (db.agent_id, after, page)).fetchall()
+
+    for session_id, summary, archived_seq in paged(read, "", _first):
+        yield summary_record(decode(session_id), decode(summary), archived_seq)
+
+
+def _first(row: Sequence[Any]) -> Any:
+    return row[0]
 
 
 def _facts(db: PostgresDB) -> Iterator[dict[str, Any]]:
-    after = 0
-    while True:
+    def read(after: int, page: int) -> list[Any]:
         with db._engine.read() as conn:
-            params = {"agent": db.agent_id, "after": after, "limit": _PAGE, "now": now_ms()}
-            rows = conn.execute(sql.EXPORT_FACTS_PAGE, params).fetchall()
-        for fact in facts_from_rows(decoded(r[1:] for r in rows), ranked=False):
-            yield _fact_record(fact)
-        if len(rows) < _PAGE:
-            return
-        after = rows[-1][0]
+            params = {"agent": db.agent_id, "after": after, "limit": page, "now": now_ms()}
+            return conn.execute(sql.EXPORT_FACTS_PAGE, params).fetchall()
+
+    for row in paged(read, 0, _first):
+        yield _fact_record(facts_from_rows(decoded([row[1:]]), ranked=False)[0])
 
 
 def _fact_record(f: Fact) -> dict[str, Any]:
@@ -201,18 +189,15 @@ def _ms(value: datetime | None) -> int | None:
 
 
 def _vectors(db: PostgresDB) -> Iterator[dict[str, Any]]:
-    after = 0
-    while True:
+    def read(after: int, page: int) -> list[Any]:
         with db._engine.read() as conn:
-            params = {"agent": db.agent_id, "after": after, "limit": _PAGE, "now": now_ms()}
-            rows = conn.execute(sql.EXPORT_VECTORS_PAGE, params).fetchall()
-        for _, fact_id, model, dim, vector in rows:
-            data = base64.b64encode(bytes(vector)).decode("ascii")
-            yield {"type": "vector", "id": decode(fact_id), "model": model, "dim": dim,
-                   "data": data}  # fmt: skip
-        if len(rows) < _PAGE:
-            return
-        after = rows[-1][0]
+            params = {"agent": db.agent_id, "after": after, "limit": page, "now": now_ms()}
+            return conn.execute(sql.EXPORT_VECTORS_PAGE, params).fetchall()
+
+    for _, fact_id, model, dim, vector in paged(read, 0, _first):
+        data = base64.b64encode(bytes(vector)).decode("ascii")
+        yield {"type": "vector", "id": decode(fact_id), "model": model, "dim": dim,
+               "data": data}  # fmt: skip
 
 
 # -- import ----------------------------------------------------------------------------------
@@ -236,131 +221,117 @@ def import_stream(
     db: PostgresDB, stream: ExportStream, progress: Progress | None = None
 ) -> ImportCounts:
     """Write the stream's records into `db`, `BATCH_SIZE` records per transaction."""
-    counts = ImportCounts()
-    undated: set[str] = set()  # fact ids this import stored from records without updated_at
-
-    def write(rows: list[Row]) -> None:
-        _write_batch(db, rows, counts, undated)
-
-    write_in_batches(stream, write, progress, BATCH_SIZE)
-    if db.facts.embedder is not None:  # facts the file brought without vectors
-        db.facts.embed_pending()
-    if db.history.embedder is not None:  # and messages
-        db.history.embed_pending()
-    return counts
+    return import_into(PostgresImportPort(db), stream, progress, BATCH_SIZE)
 
 
-def _write_batch(db: PostgresDB, rows: list[Row], counts: ImportCounts, undated: set[str]) -> None:
-    """One transaction: sessions and messages (the agent's message statistics locked first,
-    as every history writer does), documents and revisions (the document corpus row
-    locked next), then the facts that win (`newer_record`, then `_beats_stored`), written
-    by the fact store's own upsert, then vectors; kv and checkpoint records in stream order."""
-    now, agent = now_ms(), db.agent_id
-    winners: dict[str, Fact] = {}
-    vectors: list[VectorRow] = []
-    sessions: set[str] = set()
-    seen = docs = tokens = 0
-    with db._engine.write() as conn:
-        if any(isinstance(r, (MessageRow, SummaryRow)) for r in rows):
-            conn.execute(LOCK_CORPUS, (agent, MESSAGES))
-        if any(isinstance(r, (DocumentRow, RevisionRow)) for r in rows):
-            conn.execute(LOCK_CORPUS, (agent, DOCUMENTS))
-        for row in rows:
-            if isinstance(row, MessageRow):
-                added = _write_message(db, conn, row, now, counts)
-                docs, tokens = docs + (added is not None), tokens + (added or 0)
-                sessions.add(encode(row.session_id))
-            elif isinstance(row, SummaryRow):
-                _write_summary(conn, agent, row, now, counts)
-                sessions.add(encode(row.session_id))
-            elif isinstance(row, DocumentRow):
-                import_document(db, conn, row, counts)
-            elif isinstance(row, RevisionRow):
-                import_revision(db, conn, row, counts)
-            elif isinstance(row, VectorRow):
-                vectors.append(row)
-            elif isinstance(row, MessageVectorRow):  # after its message: written in order
-                import_message_vector(conn, agent, row, counts)
-            elif isinstance(row, BlobRow):
-                import_framework_row(conn, agent, row, now, counts)
-            else:
-                seen += 1
-                best = winners.get(row.id)
-                if best is None or newer_record(row, best):
-                    winners[row.id] = row
-        if docs:
-            conn.execute(UPDATE_STATS, (docs, tokens, agent, MESSAGES))
-        if sessions:
-            conn.execute(sql.RECOUNT_HOLES, (agent, sorted(sessions)))
-        facts = [f for f in winners.values() if _beats_stored(conn, agent, f, undated)]
-        if facts:
-            fact_rows = [prepare_fact(f, keep_hits=True) for f in facts]
-            params = [db.facts._params(r) for r in fact_rows]
-            db.facts._write_rows(conn, fact_rows, params, now)
-            pairs = [(encode(f.id), _encoded(f.superseded_by)) for f in facts if not f.key]
-            link_supersessions(conn, agent, pairs)
-        for f in facts:
-            (undated.add if f.updated_at is None else undated.discard)(f.id)
-        counts.facts += len(facts)
-        counts.facts_skipped += seen - len(facts)
-        for vector in vectors:
-            _write_vector(conn, agent, vector, counts)
+class PostgresImportPort:
+    """One PostgreSQL agent as an import target (`ImportPort`)."""
+
+    def __init__(self, db: PostgresDB) -> None:
+        self._db = db
+        self._compiler = compiler_for(db.config.tokenizer)
+
+    @contextmanager
+    def batch(self, rows: Sequence[Row]) -> Iterator[PostgresImportBatch]:
+        """One transaction; the agent's message statistics are locked first, as every
+        history writer does, then the document corpus row, so writers cannot deadlock."""
+        agent = self._db.agent_id
+        with self._db._engine.write() as conn:
+            if any(isinstance(r, (MessageRow, SummaryRow)) for r in rows):
+                conn.execute(LOCK_CORPUS, (agent, MESSAGES))
+            if any(isinstance(r, (DocumentRow, RevisionRow)) for r in rows):
+                conn.execute(LOCK_CORPUS, (agent, DOCUMENTS))
+            yield PostgresImportBatch(self._db, conn, self._compiler)
+
+    @property
+    def database(self) -> PostgresDB:
+        return self._db
+
+
+class PostgresImportBatch:
+    """One batch's writes in the caller's transaction (`ImportBatch`); the BM25 statistics
+    (`corpus_stats`) take the added messages in the same transaction."""
+
+    def __init__(self, db: PostgresDB, conn: Conn, compiler: QueryCompiler) -> None:
+        self._db, self._conn, self._compiler = db, conn, compiler
+        self._agent = db.agent_id
+        self._now = now_ms()
+        self._sessions: set[str] = set()  # touched: their popped seqs are counted again
+        self._docs = self._tokens = 0  # messages added, and their tokens
+
+    def message(self, row: MessageRow, counts: ImportCounts) -> None:
+        """Merge the session, insert the message."""
+        session = encode(row.session_id)
+        self._conn.execute(
+            sql.IMPORT_SESSION,
+            {"agent": self._agent, "session": session, "last": row.seq,
+             "archived": row.seq if row.archived else 0, "summary": "", "has_summary": False,
+             "now": self._now},
+        )  # fmt: skip
+        values = message_row(self._compiler, row.message, self._now)
+        cur = self._conn.execute(sql.IMPORT_MESSAGE, (self._agent, session, row.seq, *values))
+        if cur.rowcount:
+            counts.messages += 1
+            self._docs += 1
+            self._tokens += int(values[8])
+        else:
+            counts.messages_skipped += 1
+        self._sessions.add(session)
+
+    def summary(self, row: SummaryRow, counts: ImportCounts) -> None:
+        agent, session, summary = self._agent, encode(row.session_id), encode(row.summary)
+        before = self._conn.execute(sql.SELECT_SUMMARY, (agent, session)).fetchone()
+        self._conn.execute(
+            sql.IMPORT_SESSION,
+            {"agent": agent, "session": session, "last": row.archived_seq,
+             "archived": row.archived_seq, "summary": summary,
+             "has_summary": bool(row.summary), "now": self._now},
+        )  # fmt: skip
+        after = self._conn.execute(sql.SELECT_SUMMARY, (agent, session)).fetchone()
+        if row.summary and (before is None or before != after):
+            counts.summaries += 1
+        self._sessions.add(session)
+
+    def document(self, row: DocumentRow, counts: ImportCounts) -> None:
+        import_document(self._db, self._conn, row, counts)
+
+    def revision(self, row: RevisionRow, counts: ImportCounts) -> None:
+        import_revision(self._db, self._conn, row, counts)
+
+    def message_vector(self, row: MessageVectorRow, counts: ImportCounts) -> None:
+        import_message_vector(self._conn, self._agent, row, counts)
+
+    def blob(self, row: BlobRow, counts: ImportCounts) -> None:
+        import_framework_row(self._conn, self._agent, row, self._now, counts)
+
+    def sessions_done(self) -> None:
+        if self._docs:
+            self._conn.execute(UPDATE_STATS, (self._docs, self._tokens, self._agent, MESSAGES))
+        if self._sessions:
+            self._conn.execute(sql.RECOUNT_HOLES, (self._agent, sorted(self._sessions)))
+        self._sessions.clear()
+        self._docs = self._tokens = 0
+
+    def stored_fact(self, fact_id: str) -> StoredFact | None:
+        params = {"agent": self._agent, "id": encode(fact_id), "now": now_ms()}
+        rows = decoded(self._conn.execute(facts_sql.SELECT_ONE, params))
+        found = facts_from_rows(rows, ranked=False)
+        return stored_fact_of(prepare_fact(found[0], keep_hits=True)) if found else None
+
+    def write_facts(self, facts: Sequence[Fact]) -> None:
+        """The fact store's own upsert (statistics and vectors kept exact)."""
+        fact_rows = [prepare_fact(f, keep_hits=True) for f in facts]
+        params = [self._db.facts._params(r) for r in fact_rows]
+        self._db.facts._write_rows(self._conn, fact_rows, params, self._now)
+        pairs = [(encode(f.id), _encoded(f.superseded_by)) for f in facts if not f.key]
+        link_supersessions(self._conn, self._agent, pairs)
+
+    def vector(self, row: VectorRow, counts: ImportCounts) -> None:
+        _write_vector(self._conn, self._agent, row, counts)
 
 
 def _encoded(fact_id: str | None) -> str | None:
     return None if fact_id is None else encode(fact_id)
-
-
-def _write_message(
-    db: PostgresDB, conn: Conn, row: MessageRow, now: int, counts: ImportCounts
-) -> int | None:
-    """Merge the session, insert the message; its token count when it was added."""
-    session = encode(row.session_id)
-    conn.execute(
-        sql.IMPORT_SESSION,
-        {"agent": db.agent_id, "session": session, "last": row.seq,
-         "archived": row.seq if row.archived else 0, "summary": "", "has_summary": False,
-         "now": now},
-    )  # fmt: skip
-    values = db.history._encode(row.message, now)
-    cur = conn.execute(sql.IMPORT_MESSAGE, (db.agent_id, session, row.seq, *values))
-    if cur.rowcount:
-        counts.messages += 1
-        return int(values[8])
-    counts.messages_skipped += 1
-    return None
-
-
-def _write_summary(conn: Conn, agent: str, row: SummaryRow, now: int, counts: ImportCounts) -> None:
-    session, summary = encode(row.session_id), encode(row.summary)
-    before = conn.execute(sql.SELECT_SUMMARY, (agent, session)).fetchone()
-    conn.execute(
-        sql.IMPORT_SESSION,
-        {"agent": agent, "session": session, "last": row.archived_seq,
-         "archived": row.archived_seq, "summary": summary, "has_summary": bool(row.summary),
-         "now": now},
-    )  # fmt: skip
-    after = conn.execute(sql.SELECT_SUMMARY, (agent, session)).fetchone()
-    if row.summary and (before is None or before != after):
-        counts.summaries += 1
-
-
-def _beats_stored(conn: Conn, agent: str, fact: Fact, undated: set[str]) -> bool:
-    """The SQLite import's rule (sqlite/importer.py `_beats_stored`): the stored fact counts
-    as an earlier record; on equal updated_at it is replaced only when the values differ."""
-    params = {"agent": agent, "id": encode(fact.id), "now": now_ms()}
-    found = facts_from_rows(decoded(conn.execute(facts_sql.SELECT_ONE, params)), ranked=False)
-    if not found or fact.id in undated:
-        return True
-    if fact.updated_at is None:
-        return False
-    mine, stored = prepare_fact(fact, keep_hits=True), prepare_fact(found[0], keep_hits=True)
-    assert mine.updated_ms is not None and stored.updated_ms is not None
-    if mine.updated_ms != stored.updated_ms:
-        return mine.updated_ms > stored.updated_ms
-    return any(getattr(mine, k) != getattr(stored, k) for k in _COMPARED) or (
-        mine.created_ms is not None and mine.created_ms != stored.created_ms
-    )
 
 
 def _write_vector(conn: Conn, agent: str, row: VectorRow, counts: ImportCounts) -> None:

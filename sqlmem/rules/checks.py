@@ -22,7 +22,6 @@ from .filters import check_limit
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "check_around",
-    "check_count",
     "check_history_search",
     "check_message",
     "check_session_id",
@@ -63,11 +62,6 @@ def check_text(value: Any, name: str) -> str:
     return value
 
 
-def check_count(value: Any, name: str) -> int:
-    """The same rule as fact search limits: any integer type (numpy's too), never a bool."""
-    return check_limit(value, name)
-
-
 def check_around(seq: Any, before: Any, after: Any) -> tuple[int, int, int]:
     """`HistoryStore.around`'s numbers, checked alike by every backend: integers (never
     bools), `before` and `after` >= 0. `seq` is returned as given (any integer: one that
@@ -78,7 +72,7 @@ def check_around(seq: Any, before: Any, after: Any) -> tuple[int, int, int]:
         seq = operator.index(seq)
     except TypeError:
         raise InvalidArgumentError(f"seq must be an integer, not {type(seq).__name__}") from None
-    before, after = check_count(before, "before"), check_count(after, "after")
+    before, after = check_limit(before, "before"), check_limit(after, "after")
     for name, value in (("before", before), ("after", after)):
         if value < 0:
             raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
@@ -118,7 +112,7 @@ def check_history_search(enabled: bool, query: Any, session_id: Any, top_k: Any)
         raise InvalidArgumentError(f"query must be a str, not {type(query).__name__}")
     if session_id is not None:
         check_session_id(session_id)
-    return check_count(top_k, "top_k")
+    return check_limit(top_k, "top_k")
 
 
 def search_off_error() -> InvalidArgumentError:

@@ -12,8 +12,8 @@ from datetime import date, timedelta
 from typing import Any
 
 from ..errors import InvalidArgumentError
-from .checks import check_count
 from .documents import check_day
+from .filters import check_limit
 
 __all__ = ["DAILY_NOTE", "check_recent_days", "daily_day", "memory_context", "render_files"]
 
@@ -41,8 +41,8 @@ def render_files(documents: Iterable[tuple[str, str]]) -> str:
 
 def check_recent_days(value: Any) -> int:
     """Any integer type (numpy's too), never a bool, >= 0; the integer rule every count
-    follows (`check_count`)."""
-    days = check_count(value, "recent_days")
+    follows (`check_limit`)."""
+    days = check_limit(value, "recent_days")
     if days < 0:
         raise InvalidArgumentError(f"recent_days must be >= 0, got {days}")
     return min(days, 3_650_000)  # past year 9999 either way

@@ -1,4 +1,5 @@
-"""Conversation history in SQLite: messages per session, a summary per session, search.
+"""Conversation history in SQLite: the history store front's port (`SQLiteHistoryPort`),
+messages per session, a summary per session, search.
 
 Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`):
 
@@ -30,12 +31,14 @@ without a common word and within one session; otherwise the rare/common-word spl
 messages that hold every word).
 
 Every write is one `engine.write()` transaction; every read one statement on a reader
-connection, so each result is a consistent snapshot.
+connection, so each result is a consistent snapshot. Arguments are checked by the front
+(`sqlmem.stores.history`) before any call reaches this port.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -43,27 +46,12 @@ import apsw
 from ..config import StoreConfig
 from ..errors import InvalidArgumentError
 from ..records import Message
-from ..rules.checks import (
-    check_around,
-    check_count,
-    check_history_search,
-    check_message,
-    check_session_id,
-    check_text,
-    encode_metadata,
-    encode_tool_calls,
-)
-from ..rules.embedder import check_embedder
-from ..rules.encoding import dt_to_ms, now_ms
-from ..rules.history_modes import (
-    HistoryMode,
-    check_history_mode,
-    needs_embedder_error,
-    vector_texts,
-)
+from ..rules.checks import encode_metadata, encode_tool_calls
+from ..rules.encoding import dt_to_ms
 from ..rules.rows import messages_from_read_rows, messages_from_rows
-from ..rules.window import drop_leading_tool_results
 from ..search.query import segment
+from ..stores.history import HistoryStoreFront, seqs_exhausted
+from ..stores.history_port import VectorsPart
 from . import history_sql as sql
 from .engine import Engine
 from .fts_any import AnyShortcut
@@ -74,10 +62,12 @@ from .writer import Writer
 
 if TYPE_CHECKING:
     from ..protocols import Embedder
+    from ..search.embedding import Embedding
     from .message_vectors import MessageVectors, Prepared
 
 __all__ = [
     "MAX_SEQ",
+    "SQLiteHistoryPort",
     "SQLiteHistoryStore",
     "index_unsearchable_messages",
     "is_plain",
@@ -91,9 +81,6 @@ __all__ = [
 MAX_SEQ = sql.MAX_SEQ
 
 
-# -- the shape of an insert ------------------------------------------------------------
-
-
 def is_plain(message: Message) -> bool:
     """Text only: no name, tool call, error flag or metadata. Such a message is inserted
     binding fewer columns (history_sql._PLAIN_ROW)."""
@@ -104,9 +91,6 @@ def is_plain(message: Message) -> bool:
         or message.is_error
         or message.metadata
     )
-
-
-# -- the open hook ----------------------------------------------------------------------------
 
 
 def index_unsearchable_messages(writer: Writer, config: StoreConfig) -> None:
@@ -127,67 +111,40 @@ def _first(row: Sequence[Any]) -> Any:
     return row[0]
 
 
-# -- reading rows back --------------------------------------------------------------------------
+def _message_vectors(engine: Engine, embedding: Embedding) -> MessageVectors:
+    from .message_vectors import MessageVectors  # numpy: only with an embedder
+
+    return MessageVectors(engine, embedding)
 
 
-class SQLiteHistoryStore:
-    """`HistoryStore` over one database file; thread-safe, shareable between processes.
+class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
+    """The history store's storage operations over one database file (`HistoryPort`);
+    thread-safe, shareable between processes.
 
-    `search` raises `InvalidArgumentError` when the store's config has
-    `history_search=False`: messages are then stored unindexed (cheaper appends) and are
+    With `history_search=False` messages are stored unindexed (cheaper appends) and are
     indexed the next time the file is opened with search on.
     """
 
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
         """`embedder`: every message with text gets a vector, and search offers modes
         "vector" and "hybrid" (`message_vectors`)."""
+        super().__init__(engine.config, embedder, partial(_message_vectors, engine))
         self._engine = engine
-        self._config = engine.config
         self._searchable = 1 if self._config.history_search else 0
         self._any = AnyShortcut(sql.ANY)
-        self._vectors: MessageVectors | None = None
-        if check_embedder(embedder) is not None:  # numpy loads only with an embedder
-            from ..search.embedding import Embedding
-            from .message_vectors import MessageVectors
-
-            self._vectors = MessageVectors(engine, Embedding(embedder))
 
     @property
-    def embedder(self) -> Embedder | None:
-        """The embedder message vectors come from (None: BM25 search only)."""
-        return self._vectors.embedding.embedder if self._vectors is not None else None
-
-    def __repr__(self) -> str:
-        return f"<SQLiteHistoryStore {str(self._engine.path)!r}>"
+    def label(self) -> str:
+        return f"SQLiteHistoryStore {str(self._engine.path)!r}"
 
     # -- writes ---------------------------------------------------------------------------
 
-    def append(self, session_id: str, message: Message) -> int:
-        """Store one message; returns its seq (1, 2, 3 ... within the session)."""
-        check_session_id(session_id)
-        now = now_ms()
-        plain = is_plain(check_message(message))
-        row = self._encode(message, now, plain)
-        prepared = self._prepare(vector_texts([message], now))  # the model runs: no lock held
-        return self._insert(session_id, [row], now, plain, prepared)[0]
-
-    def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
-        """Store messages in one transaction (all or nothing); returns their seqs in order."""
-        check_session_id(session_id)
-        if isinstance(messages, (Message, str, bytes)) or not isinstance(messages, Iterable):
-            raise InvalidArgumentError("messages must be an iterable of sqlmem.Message")
-        now = now_ms()
-        checked = [check_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        if not checked:
-            return []
-        plain = all(map(is_plain, checked))  # one INSERT shape for the whole batch
-        rows = [self._encode(m, now, plain) for m in checked]
-        prepared = self._prepare(vector_texts(checked, now))  # no lock held
-        return self._insert(session_id, rows, now, plain, prepared)
-
-    def _prepare(self, texts: list[str]) -> Prepared | None:
-        vectors = self._vectors
-        return vectors.prepare(texts) if vectors is not None else None
+    def append(self, session_id: str, messages: Sequence[Message], now: int) -> list[int]:
+        """Encode (failing before any transaction), embed (no lock held), then insert."""
+        # One INSERT shape for the whole batch.
+        plain = is_plain(messages[0]) if len(messages) == 1 else all(map(is_plain, messages))
+        rows = [self._encode(m, now, plain) for m in messages]
+        return self._insert(session_id, rows, now, plain, self._prepared(messages, now))
 
     def _encode(self, m: Message, now: int, plain: bool) -> tuple[Any, ...]:
         """Everything of a row but (session, seq), in the columns of the INSERT shape
@@ -214,7 +171,7 @@ class SQLiteHistoryStore:
         rows: list[tuple[Any, ...]],
         now: int,
         plain: bool,
-        prepared: Prepared | None = None,
+        prepared: Prepared | None,
     ) -> list[int]:
         """One transaction: take len(rows) seqs, insert the rows, archive past the limit.
 
@@ -231,7 +188,7 @@ class SQLiteHistoryStore:
                         (session_id, count, now),
                     ).fetchall()[0]
                 except apsw.ConstraintError as exc:  # the counter would pass MAX_SEQ
-                    raise _exhausted(session_id, count) from exc
+                    raise seqs_exhausted(session_id, count) from exc
                 pk, last, archived, holes = reserved
                 first = last - count + 1
                 if count == 1:
@@ -252,45 +209,26 @@ class SQLiteHistoryStore:
             ) from None
         return list(range(first, last + 1))
 
-    def set_summary(self, session_id: str, text: str) -> None:
-        """Replace the session's summary (last write wins)."""
-        check_session_id(session_id)
-        check_text(text, "text")
+    def set_summary(self, session_id: str, text: str, now: int) -> None:
         with self._engine.write() as conn:
-            conn.execute(sql.SET_SUMMARY, (session_id, text, now_ms()))
+            conn.execute(sql.SET_SUMMARY, (session_id, text, now))
 
-    def compact(self, session_id: str, keep_last: int, summary: str | None = None) -> int:
-        """Archive all active messages but the last `keep_last`, storing `summary` with it.
-
-        One transaction: the summary and the new boundary land together or not at all. The
-        boundary moves earlier when needed so that a tool call and its results stay on the
-        same side. Returns how many messages were archived.
-        """
-        check_session_id(session_id)
-        keep_last = check_count(keep_last, "keep_last")
-        if keep_last < 0:
-            raise InvalidArgumentError(f"keep_last must be >= 0, got {keep_last}")
-        if summary is not None:
-            check_text(summary, "summary")
+    def compact(self, session_id: str, keep_last: int, summary: str | None, now: int) -> int:
         with self._engine.write() as conn:
             state: Sequence[Sequence[Any]] = conn.execute(
                 sql.SELECT_SESSION, (session_id,)
             ).fetchall()
             if not state:
                 if summary is not None:
-                    conn.execute(sql.SET_SUMMARY, (session_id, summary, now_ms()))
+                    conn.execute(sql.SET_SUMMARY, (session_id, summary, now))
                 return 0
             pk, last, archived, holes = (int(v) for v in state[0])
             return archive(conn, (pk, last, archived, holes), keep_last, summary)
 
-    def pop(self, session_id: str) -> Message | None:
-        """Remove and return the newest active message (None when there is none), its
-        search index entry with it, in one transaction. Its seq is never used again: the
-        session's counter stays, so the next append gets the next number (also after a
-        reopen), and the hole it leaves is counted (`sessions.holes`) so `count` stays
-        one row read.
-        """
-        check_session_id(session_id)
+    def pop(self, session_id: str, now: int) -> Message | None:
+        """The session's counter stays, so the next append gets the next number (also
+        after a reopen), and the hole it leaves is counted (`sessions.holes`) so `count`
+        stays one row read."""
         with self._engine.write() as conn:
             state: Sequence[Sequence[Any]] = conn.execute(
                 sql.SELECT_SESSION, (session_id,)
@@ -301,133 +239,70 @@ class SQLiteHistoryStore:
             rows = conn.execute(sql.POP, (pk, archived)).fetchall()
             if not rows:
                 return None
-            conn.execute(sql.POPPED, (pk, now_ms()))
+            conn.execute(sql.POPPED, (pk, now))
         return messages_from_rows(rows, session_id)[0]
 
     def purge(self, session_id: str) -> None:
-        """Remove the session: messages (archived too), summary and their index entries.
-
-        The session is gone for every read (and a new one of the same id can start) as
-        soon as the first transaction commits. A session of more than `purge.PURGE_CHUNK_ROWS`
-        messages is detached there and its rows deleted in chunks, each its own short
-        write transaction, so other writers wait for one chunk at most, not for the whole
-        session (see history_sql's purge notes). The call returns when everything is
-        deleted, including what an interrupted earlier purge left. If a chunk fails
+        """The session is gone for every read (and a new one of the same id can start) as
+        soon as the first transaction commits. A session of more than
+        `purge.PURGE_CHUNK_ROWS` messages is detached there and its rows deleted in chunks,
+        each its own short write transaction, so other writers wait for one chunk at most
+        (see history_sql's purge notes). The call returns when everything is deleted,
+        including what an interrupted earlier purge left. If a chunk fails
         (`StorageBusyError` past the busy timeout, a crash), the session stays gone for
         every read and the next purge or `vacuum()` deletes the rest.
         """
-        check_session_id(session_id)
         purge_session(self._engine, session_id)
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get_recent(self, session_id: str, n: int, *, pair_safe: bool = True) -> list[Message]:
-        """The last `n` active messages, oldest first; pair-safe (the default), never
-        starting with a tool result whose call lies outside the window."""
-        check_session_id(session_id)
-        n = check_count(n, "n")
-        if n <= 0:
-            return []
+    def recent(self, session_id: str, n: int) -> list[Message]:
         with self._engine.read() as conn:
             rows = conn.execute(sql.READ_RECENT, (session_id, n)).fetchall()
         rows.reverse()
-        found = messages_from_read_rows(rows, session_id)
-        return drop_leading_tool_results(found) if pair_safe else found
+        return messages_from_read_rows(rows, session_id)
 
-    def around(
-        self, session_id: str, seq: int, *, before: int = 0, after: int = 1
-    ) -> list[Message]:
-        """The message at `seq` with up to `before` messages before it and `after` after
-        it, archived ones included, oldest first; `[]` when the session or that seq (a
-        popped one too) does not exist. One statement, so one snapshot."""
-        check_session_id(session_id)
-        seq, before, after = check_around(seq, before, after)
-        if not 0 < seq <= MAX_SEQ:
-            return []
+    def around(self, session_id: str, seq: int, before: int, after: int) -> list[Message]:
+        """One statement, so one snapshot."""
         with self._engine.read() as conn:
             rows = conn.execute(sql.AROUND, (session_id, seq, before + 1, after)).fetchall()
-        if not any(row[0] == seq for row in rows):
-            return []
         rows.sort(key=_first)  # at most before + 1 + after rows, newest-first in part
         return messages_from_rows(rows, session_id)
 
-    def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]:
-        """Active messages oldest first; with `include_archived`, every stored message."""
-        check_session_id(session_id)
+    def all(self, session_id: str, include_archived: bool) -> list[Message]:
         query = sql.READ_ALL if include_archived else sql.READ_ALL_ACTIVE
         with self._engine.read() as conn:
             rows = conn.execute(query, (session_id,)).fetchall()
         return messages_from_read_rows(rows, session_id)
 
     def count(self, session_id: str) -> int:
-        """Active messages (seqs are gap-free, so this is last_seq - archived_seq)."""
-        check_session_id(session_id)
+        """One row read: last_seq - archived_seq - holes."""
         with self._engine.read() as conn:
             value = conn.execute(sql.COUNT, (session_id,)).get
         return int(value or 0)
 
-    def get_summary(self, session_id: str) -> str:
-        check_session_id(session_id)
+    def summary(self, session_id: str) -> str:
         with self._engine.read() as conn:
             value = conn.execute(sql.SELECT_SUMMARY, (session_id,)).get
         return str(value) if value is not None else ""
 
     def sessions(self) -> list[str]:
-        """Sessions with messages (archived count) or a non-empty summary, sorted."""
         with self._engine.read() as conn:
             return [row[0] for row in conn.execute(sql.SESSIONS)]
 
-    def embed_pending(
-        self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
-    ) -> int:
-        """Vectors for the messages with text that have none (or one of another model):
-        those appended while the embedder failed, imported, or written by another program.
-        Returns how many were filled; `progress(done, total)` after each batch."""
-        vectors = self._vectors
-        if vectors is None:
-            raise needs_embedder_error("embed_pending")
-        from ..rules.hybrid import check_batch_size  # numpy: only with vectors
-
-        return vectors.embed_pending(check_batch_size(batch_size), progress)
-
-    def search(
-        self,
-        query: str,
-        *,
-        session_id: str | None = None,
-        top_k: int = 10,
-        mode: HistoryMode = "any",
-    ) -> list[Message]:
-        """Messages (archived included) matching any word of `query`, best BM25 first;
-        modes "vector" and "hybrid" (with an embedder) rank by meaning, or fuse both.
-
-        `score` is the negated FTS5 bm25 (higher is better). On large histories the
-        result may leave out messages made only of common words, and rank a message
-        that holds some of the common words by its rare words (`sqlmem.sqlite.fts_any`).
-        A query of more than `MAX_QUERY_TERMS` distinct words searches its rarest ones
-        (`query.rarest_terms`), like fact search.
-        Any text is a valid query; one without words returns `[]`. Raises
-        `InvalidArgumentError` when history search is off for this store.
-        """
-        if check_history_mode(mode) != "any":  # by meaning (numpy loads only then)
-            from ..rules.history_hybrid import search_by_meaning
-
-            return search_by_meaning(
-                self._config.history_search, query, session_id, top_k, mode, self._vectors,
-                lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
-            )  # fmt: skip
-        top_k = check_history_search(self._config.history_search, query, session_id, top_k)
-        if top_k <= 0:
-            return []
+    def search_words(self, query: str, session_id: str | None, top_k: int) -> list[Message]:
+        """`score` is the negated FTS5 bm25. On large histories the result may leave out
+        messages made only of common words, and rank a message that holds some of the
+        common words by its rare words (`sqlmem.sqlite.fts_any`)."""
         return search_words(self._engine, self._any, query, session_id, top_k)
 
 
-def _exhausted(session_id: str, count: int) -> InvalidArgumentError:
-    return InvalidArgumentError(
-        f"session {session_id!r}: its seq counter cannot take {count} more message(s) "
-        f"(seqs end at 2**63-1); nothing was stored. The session stays readable; "
-        "purge it or use another session id"
-    )
+class SQLiteHistoryStore(HistoryStoreFront):
+    """`HistoryStore` over one database file: the front over a `SQLiteHistoryPort`."""
+
+    def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
+        super().__init__(SQLiteHistoryPort(engine, embedder))
+        self._engine = engine
 
 
 def _insert_chunks(

@@ -12,6 +12,9 @@ Tables (migrations/0001_initial.sql):
 * `messages_fts`: FTS5 over `coalesce(search_text, content)` of rows with `searchable = 1`,
   kept in sync by the schema's triggers (nothing here writes to it).
 
+Export and import restore what these statements assign (seqs, timestamps, the archive
+boundary), so their statements live apart, in `history_transfer_sql`.
+
 The only SQL built at run time is the multi-row INSERT, whose row count comes from a small
 fixed set (powers of two), so the statement cache still holds every variant.
 """
@@ -36,11 +39,7 @@ __all__ = [
     "DETACH_SESSION",
     "DROP_DETACHED",
     "EXACT_CHUNK_ROWS",
-    "EXPORT_MESSAGES_PAGE",
-    "EXPORT_SESSIONS_PAGE",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
-    "IMPORT_MESSAGE",
-    "IMPORT_SESSION",
     "INDEX_UNSEARCHABLE",
     "INSERT_CHUNK_ROWS",
     "INSERT_ONE_FULL",
@@ -54,7 +53,6 @@ __all__ = [
     "READ_ALL_ACTIVE",
     "READ_COLUMNS",
     "READ_RECENT",
-    "RECOUNT_HOLES",
     "RESERVE_SEQS",
     "RESERVE_SEQS_UNINDEXED",
     "SEARCH_ALL",
@@ -299,15 +297,6 @@ SELECT * FROM (
     WHERE m.session = {_SESSION_PK} AND m.seq > ?2 ORDER BY m.seq LIMIT ?4)
 """
 
-# An import may bring messages with holes (an export of a session that popped): the
-# sessions it touched (?1, a JSON array of pks) count theirs again.
-RECOUNT_HOLES = """
-UPDATE sessions
-SET holes = last_seq - archived_seq
-    - (SELECT count(*) FROM messages WHERE session = sessions.pk AND seq > sessions.archived_seq)
-WHERE pk IN (SELECT value FROM json_each(?1))
-"""
-
 # -- purge (one transaction for 500,000 messages once held the writer ~20 s) ---------------
 #
 # A session of at most `purge.PURGE_CHUNK_ROWS` messages (last_seq bounds the count) goes
@@ -421,58 +410,3 @@ UPDATE messages SET searchable = 1
 WHERE session IN (SELECT pk FROM sessions WHERE unindexed) AND searchable = 0
 """
 CLEAR_UNINDEXED = "UPDATE sessions SET unindexed = 0 WHERE unindexed"
-
-# -- export and import (sqlite/export.py, sqlite/importer.py) -------------------------------
-#
-# They restore seqs, timestamps and the archive boundary exactly, which the store's own
-# statements above assign themselves; so they have statements of their own, kept here
-# beside the schema's other readers and writers.
-
-# Export pages, by key. Sessions in session_id order (its UNIQUE index), so an export of an
-# import is the same file whatever order the sessions were created in. A BLOB session_id
-# is a session being purged (the purge notes above): gone for every read, so for the
-# export too.
-EXPORT_MESSAGES_PAGE = """
-SELECT s.session_id, m.seq, m.seq <= s.archived_seq, m.role, m.content, m.name,
-       m.tool_call_id, m.tool_calls, m.is_error, m.metadata, m.created_at
-FROM sessions AS s CROSS JOIN messages AS m ON m.session = s.pk
-WHERE (s.session_id, m.seq) > (?, ?) AND typeof(s.session_id) = 'text'
-ORDER BY s.session_id, m.seq
-LIMIT ?
-"""
-# Sessions with neither a summary nor archived messages say nothing their messages don't.
-EXPORT_SESSIONS_PAGE = """
-SELECT session_id, summary, archived_seq FROM sessions
-WHERE session_id > ? AND (summary != '' OR archived_seq > 0)
-ORDER BY session_id LIMIT ?
-"""
-
-# Import merges a session: counters and boundary only move forward; a summary replaces the
-# stored one when there is none or when it belongs to a boundary at least as far.
-IMPORT_SESSION = """
-INSERT INTO sessions(session_id, unindexed, summary, last_seq, archived_seq, created_at,
-                     updated_at)
-VALUES (:session_id, :unindexed, :summary, :last_seq, :archived_seq, :now, :now)
-ON CONFLICT(session_id) DO UPDATE SET
-    unindexed = max(sessions.unindexed, excluded.unindexed),
-    summary = CASE
-        WHEN :has_summary AND (sessions.summary = ''
-                               OR excluded.archived_seq >= sessions.archived_seq)
-        THEN excluded.summary ELSE sessions.summary END,
-    last_seq = max(sessions.last_seq, excluded.last_seq),
-    archived_seq = max(sessions.archived_seq, excluded.archived_seq),
-    updated_at = CASE
-        WHEN sessions.last_seq < excluded.last_seq
-          OR sessions.archived_seq < excluded.archived_seq
-          OR (:has_summary AND sessions.summary IS NOT excluded.summary
-              AND (sessions.summary = '' OR excluded.archived_seq >= sessions.archived_seq))
-        THEN excluded.updated_at ELSE sessions.updated_at END
-RETURNING pk, summary
-"""
-# A message already there under its (session, seq) is left as it is.
-IMPORT_MESSAGE = """
-INSERT INTO messages(session, seq, role, content, name, tool_call_id, tool_calls, is_error,
-                     metadata, created_at, searchable, search_text)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-ON CONFLICT(session, seq) DO NOTHING
-"""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..rules.checks import check_session_id
+from ..rules.filters import check_limit
 from . import history_sql as sql
 from .engine import Engine
 
@@ -26,17 +27,17 @@ if _COLUMNS not in _RECENT or _COLUMNS not in _ALL_ACTIVE:  # pragma: no cover
 #: (role, content, tool_call_id, metadata JSON text) of one active message.
 ItemRow = tuple[str, str, str, str]
 
-#: LIMIT values are bound as 64-bit ints; anything larger means "all".
-_MAX_LIMIT = 2**62
-
 
 def read_items(engine: Engine, session_id: str, limit: int | None) -> list[Any]:
     """The session's active messages as `ItemRow`s, oldest first: all of them (`limit`
-    None) or the latest `limit` (> 0). One statement, so one snapshot."""
+    None) or the latest `limit` (> 0; a larger one than 2**62 means all, as every limit:
+    `check_limit`). One statement, so one snapshot."""
     check_session_id(session_id)
+    if limit is not None:
+        limit = check_limit(limit, "limit")
     with engine.read() as conn:
         if limit is None:
             return conn.execute(_ALL_ACTIVE, (session_id,)).fetchall()
-        rows = conn.execute(_RECENT, (session_id, min(limit, _MAX_LIMIT))).fetchall()
+        rows = conn.execute(_RECENT, (session_id, limit)).fetchall()
     rows.reverse()
     return rows

@@ -25,6 +25,7 @@ from psycopg.pq import TransactionStatus
 import sqlmem.postgres as sp
 from sqlmem.config import StoreConfig
 from sqlmem.errors import InvalidArgumentError, SqlmemError, StorageBusyError
+from sqlmem.postgres.history import PostgresHistoryPort
 from sqlmem.records import Fact, Message
 
 TRIGGER = """
@@ -183,7 +184,7 @@ def test_interrupt_mid_transaction_rolls_back(
 
     with monkeypatch.context() as patch:
         patch.setattr(psycopg.Cursor, "executemany", interrupted)
-        patch.setattr(sp.PostgresHistoryStore, "_archive", interrupted)
+        patch.setattr(PostgresHistoryPort, "_archive", interrupted)
         with pytest.raises(KeyboardInterrupt):
             db.history.append("s", _msg("second"))
         with pytest.raises(KeyboardInterrupt):
