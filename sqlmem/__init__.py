@@ -81,13 +81,13 @@ if TYPE_CHECKING:  # what the lazy attributes below resolve to, for type checker
         open_fact_store as open_fact_store,
         open_history_store as open_history_store,
     )
-    from .memory.docs import (
+    from .inmemory.docs import (
         InMemoryDocumentStore as InMemoryDocumentStore,
     )
-    from .memory.facts import (
+    from .inmemory.facts import (
         InMemoryFactStore as InMemoryFactStore,
     )
-    from .memory.history import (
+    from .inmemory.history import (
         InMemoryHistoryStore as InMemoryHistoryStore,
     )
     from .opening import (
@@ -184,9 +184,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "open_fact_store",
         "open_history_store",
     ),
-    ".memory.docs": ("InMemoryDocumentStore",),
-    ".memory.facts": ("InMemoryFactStore",),
-    ".memory.history": ("InMemoryHistoryStore",),
+    ".inmemory.docs": ("InMemoryDocumentStore",),
+    ".inmemory.facts": ("InMemoryFactStore",),
+    ".inmemory.history": ("InMemoryHistoryStore",),
     ".opening": ("open",),
     ".protocols": (
         "Database",
@@ -222,11 +222,11 @@ _LAZY: dict[str, str] = {
 
 
 #: Packages reachable as attributes of `sqlmem` without their own import statement.
-_SUBPACKAGES = frozenset({"aio", "embedders", "memory"})
+_SUBPACKAGES = frozenset({"aio", "embedders", "inmemory", "memory"})
 
 
 def __getattr__(name: str) -> object:
-    if name in _SUBPACKAGES:  # e.g. `sqlmem.memory.open()` after a bare `import sqlmem`
+    if name in _SUBPACKAGES:  # e.g. `sqlmem.inmemory.open()` after a bare `import sqlmem`
         value = importlib.import_module(f".{name}", __name__)
         globals()[name] = value
         return value

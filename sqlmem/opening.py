@@ -27,7 +27,7 @@ from .errors import InvalidArgumentError, SqlmemError
 
 if TYPE_CHECKING:
     from .config import StoreConfig
-    from .memory.db import InMemoryDB
+    from .inmemory.db import InMemoryDB
     from .protocols import Database, Embedder
     from .sqlite.db import MemoryDB
 
@@ -172,7 +172,7 @@ def open(
             )
         return _open_postgres(target, agent_id, config, embedder)
     if isinstance(target, str) and target == MEMORY_TARGET:
-        from .memory.db import InMemoryDB
+        from .inmemory.db import InMemoryDB
 
         return InMemoryDB(config, embedder=embedder)
     from .sqlite.db import MemoryDB

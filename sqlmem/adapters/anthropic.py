@@ -1,7 +1,7 @@
 """Anthropic's client-side memory tool (`memory_20250818`) over sqlmem's documents.
 
     from sqlmem.adapters.anthropic import SqlmemMemoryTool
-    memory = SqlmemMemoryTool(db)                    # a MemoryDB, or sqlmem.memory.open()
+    memory = SqlmemMemoryTool(db)                    # a MemoryDB, or sqlmem.inmemory.open()
     tools = [memory.tool_param]                      # {"type": "memory_20250818", "name": "memory"}
     ...
     results = [memory.tool_result(block) for block in response.content
@@ -50,7 +50,7 @@ class SqlmemMemoryTool:
     """The memory tool's command handler over `db.docs` (see the module docstring).
 
     `db`: any database with `docs` and `atomic()` (SQLite's `MemoryDB`, the in-memory
-    `sqlmem.memory.open()`). `root`: the documents folder holding `/memories`. `attic`:
+    `sqlmem.inmemory.open()`). `root`: the documents folder holding `/memories`. `attic`:
     where deleted and renamed-away files keep their last content (None: nowhere).
     """
 

@@ -15,7 +15,7 @@ artifact that is an object) is refused with `InvalidArgumentError`, and `add_mes
 stores all of its messages or none.
 
 `SqlmemByteStore`: LangChain's `BaseStore[str, bytes]` over the file's key-value table
-(`sqlmem.sqlite.kv`), one namespace per store: keys are any string (NUL, any plane; a
+(`sqlmem.sqlite.frameworks.kv`), one namespace per store: keys are any string (NUL, any plane; a
 lone surrogate is refused), values bytes kept as they are; each call is one transaction.
 
 Both answer the sync methods on the caller's thread and the async ones on a private

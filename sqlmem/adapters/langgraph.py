@@ -6,7 +6,7 @@ with LangGraph's vector search (`index`).
     store = SqlmemStore("memory.db", index={"dims": 256, "embed": embed, "fields": ["text"]})
     graph = builder.compile(store=store)
 
-Storage: the file's key-value table (`sqlmem.sqlite.kv`, migration kv). An item is one
+Storage: the file's key-value table (`sqlmem.sqlite.frameworks.kv`, migration kv). An item is one
 row: its namespace tuple encoded into the row's namespace (tagged `langgraph:`, then each
 label as a JSON string followed by a comma), its key the row's key, its value compact
 JSON. The encoding is injective and keeps prefixes: a namespace prefix is a string prefix
@@ -16,7 +16,7 @@ key. Labels follow LangGraph's rules all the same: a label that is empty, not a 
 holds `.` or NUL is refused with LangGraph's `InvalidNamespaceError`, for ops handed
 straight to `batch` too, so a program moves between LangGraph's stores and this one
 unchanged. Vectors: one row per embedded field in kv_vectors
-(`sqlmem.sqlite.kv_search`), gone with their item.
+(`sqlmem.sqlite.frameworks.kv_search`), gone with their item.
 
 Operations: `batch`/`abatch` run `GetOp`, `PutOp` (a None value deletes), `SearchOp`
 (namespace prefix, `filter`: see `langgraph_filter`, `limit`/`offset`) and

@@ -12,7 +12,7 @@ key of the value when the value has it, else a dotted path into nested objects
 - anything else: equal.
 
 `compile_filter` splits a filter into the conditions SQL evaluates exactly
-(`sqlmem.sqlite.kv_search`: scalar equality and the operators on scalars) and the
+(`sqlmem.sqlite.frameworks.kv_search`: scalar equality and the operators on scalars) and the
 entries left to `matches` (nested objects, lists, integers past 2**53 where SQLite's
 doubles would round). Filtering in SQL lets a search skip decoding items that fail, and
 page in SQL when nothing is left for Python.

@@ -6,7 +6,7 @@
     saver = SqlmemSaver("memory.db")          # instead of SqliteSaver / InMemorySaver
     graph = builder.compile(checkpointer=saver)
 
-Storage: `sqlmem.sqlite.checkpoints` (migration checkpoints). Checkpoints, metadata and
+Storage: `sqlmem.sqlite.frameworks.checkpoints` (migration checkpoints). Checkpoints, metadata and
 pending writes are stored as LangGraph's serde writes them (`dumps_typed`: a type tag and
 bytes), so any serde (encrypted ones too) works and every value LangGraph can checkpoint
 round-trips. Every put is one transaction. `list` filters on metadata in Python after the

@@ -41,7 +41,7 @@ with needs_extra("openai-agents", __name__):
 from ..records import Message, Role, ToolCall
 from ..rules.checks import check_session_id
 from ..sqlite.db import MemoryDB
-from ..sqlite.session_items import read_items
+from ..sqlite.stores.session_items import read_items
 from ._backend import Backend, DbOrPath
 from .openai_agents_compaction import read_compaction_snapshot
 

@@ -11,9 +11,9 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
+from ..sqlite.core.migrations import latest_version
 from ..sqlite.db import MemoryDB, resolve_path
 from ..sqlite.db import open as open_db
-from ..sqlite.migrations import latest_version
 from .memory_commands import load_embedder
 from .opening import CommandError, existing_path, open_existing, schema_version
 from .output import Output, fact_json, human_bytes, message_json, message_line, preview

@@ -14,10 +14,10 @@ from typing import Any
 
 from ..config import StoreConfig
 from ..errors import SqlmemError, translate_errors
-from ..sqlite.connection import check_is_database, connect
+from ..sqlite.core.connection import check_is_database, connect
+from ..sqlite.core.migrations import latest_version, read_user_version, refuse_foreign_files
+from ..sqlite.core.readonly import make_read_only, wal_has_frames
 from ..sqlite.db import MemoryDB, resolve_path
-from ..sqlite.migrations import latest_version, read_user_version, refuse_foreign_files
-from ..sqlite.readonly import make_read_only, wal_has_frames
 
 __all__ = ["CommandError", "existing_path", "open_existing", "schema_version"]
 

@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Iterator
 from typing import Any
 
-from ..sqlite.session_stats import session_stats
+from ..sqlite.stores.session_stats import session_stats
 from .opening import open_existing
 from .output import Output
 

@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..rules.export_format import read_export, write_jsonl
-from ..sqlite.backup import same_file
-from ..sqlite.connection import FILE_MODE, ensure_folder
+from ..sqlite.core.backup import same_file
+from ..sqlite.core.connection import FILE_MODE, ensure_folder
 from ..sqlite.db import open as open_db
 from ..sqlite.db import resolve_path
-from ..sqlite.export import export_records
-from ..sqlite.importer import import_stream
+from ..sqlite.transfer.export import export_records
+from ..sqlite.transfer.importer import import_stream
 from .opening import CommandError, open_existing
 from .output import Output, Progress
 from .signals import exceptions_on_signals

@@ -19,7 +19,7 @@ What goes back into the prompt is chosen in three steps:
 
 Cost: a store with the `LayeredSearch` capability (the SQLite store, lexically) gives
 every layer's candidates from one ranked statement as `FactCandidate`s over its stored
-rows (`sqlmem.sqlite.pack_search`), and only the items kept become `Fact`s; other stores
+rows (`sqlmem.sqlite.stores.pack_search`), and only the items kept become `Fact`s; other stores
 (the twin, PostgreSQL, hybrid search) take one protocol search per layer. Both paths give
 the same pack (tests/unit/test_pack_layered.py). W8: ~2x one raw OR query at 100,000
 facts, was ~5-9x.

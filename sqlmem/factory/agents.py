@@ -43,8 +43,8 @@ from ..errors import (
 )
 from ..protocols import Database, Embedder, FactStore, HistoryStore, is_closed
 from ..rules.embedder import check_embedder
+from ..sqlite.core.engine import Engine
 from ..sqlite.db import MemoryDB
-from ..sqlite.engine import Engine
 from .agent_config import (
     AGENTS_FOLDER,
     DB_FILE_NAME,

@@ -15,8 +15,8 @@ from typing import TypeVar
 
 from ..config import StoreConfig
 from ..sqlite.db import MemoryDB
-from ..sqlite.facts import SQLiteFactStore
-from ..sqlite.history import SQLiteHistoryStore
+from ..sqlite.stores.facts import SQLiteFactStore
+from ..sqlite.stores.history import SQLiteHistoryStore
 
 __all__ = ["OwnedFactStore", "OwnedHistoryStore", "open_fact_store", "open_history_store"]
 

@@ -1,5 +1,7 @@
-"""The in-memory twins of the stores, and `open()`: a `MemoryDB`-shaped object over them."""
+"""The in-memory database under its first name: `sqlmem.inmemory.open()` is
+`sqlmem.inmemory.open()` (the package was renamed so that "memory" in a memory library
+names what an agent remembers, not where a backend keeps it)."""
 
-from .db import InMemoryDB, open
+from ..inmemory import InMemoryDB, open
 
 __all__ = ["InMemoryDB", "open"]

@@ -1,6 +1,6 @@
 """Facts that change on PostgreSQL: placing facts in their chains inside the caller's
 write transaction (migrations/postgres/0005; the rules are `sqlmem.rules.chains`, and the
-statements those of `sqlmem.sqlite.chains` on the agent's rows).
+statements those of `sqlmem.sqlite.stores.chains` on the agent's rows).
 
 Every fact write of an agent takes its corpus row lock first (`facts_sql.LOCK_CORPUS`),
 so the chain is read and relinked by one writer at a time: two processes writing one key

@@ -1,5 +1,5 @@
 """Workspace documents in the PostgreSQL export and import: the SQLite export's records
-(`sqlmem.sqlite.docs_transfer`) and its merge, on one agent's rows.
+(`sqlmem.sqlite.transfer.docs_transfer`) and its merge, on one agent's rows.
 
 Export: every document by path, then every kept revision by (path, revision), in pages
 by key, each page its own short read. (SQLite writes them in its row order, creation

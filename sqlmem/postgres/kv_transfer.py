@@ -2,7 +2,7 @@
 (rules/export_blobs.py), on PostgreSQL: key-value rows, LangGraph checkpoints and their
 pending writes (tables of migrations/postgres/NNNN_framework_records.sql).
 
-The SQLite file's merge (`sqlmem.sqlite.kv_transfer`): a kv row is written when the file's
+The SQLite file's merge (`sqlmem.sqlite.transfer.kv_transfer`): a kv row is written when the file's
 `updated_at` is newer than the stored row's (or nothing live is stored), so an older
 export never rolls a value back and a second import writes nothing; a checkpoint or a
 pending write already stored under its key is left as it is. Export reads each table in

@@ -1,4 +1,4 @@
-"""Message vectors on PostgreSQL: the SQLite store's design (`sqlmem.sqlite.message_vectors`)
+"""Message vectors on PostgreSQL: the SQLite store's design (`sqlmem.sqlite.stores.message_vectors`)
 on one agent's rows. Vectors are computed before the append's transaction (the model never
 runs while the agent's statistics row is locked) and written inside it, right after the
 messages, so a message and its vector commit together; search reads the candidates'

@@ -1,5 +1,5 @@
 """Message vectors in the export and import of one PostgreSQL agent (rules/export_vectors.py),
-as `sqlmem.sqlite.message_vectors_transfer` does for the SQLite file: exported after the
+as `sqlmem.sqlite.transfer.message_vectors_transfer` does for the SQLite file: exported after the
 summaries (an export holding any is format version 3), checked and normalised again on
 import, skipped when the message is not there or the same vector is stored already."""
 

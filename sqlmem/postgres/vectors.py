@@ -1,4 +1,4 @@
-"""Fact vectors on PostgreSQL: the SQLite store's design (`sqlmem.sqlite.vectors`)
+"""Fact vectors on PostgreSQL: the SQLite store's design (`sqlmem.sqlite.stores.vectors`)
 on one agent's rows. Vectors are computed before the write transaction (the model never
 runs while the agent's corpus row is locked), written inside it, so a fact and its vector
 commit together; search reads the filtered candidates' (pk, vector) in one snapshot, ranks

@@ -1,5 +1,5 @@
 """The compiled filter of a key-value search, evaluated in Python: what the SQLite file's
-statement (`sqlmem.sqlite.kv_search`) computes in SQL, for the backends that filter the
+statement (`sqlmem.sqlite.frameworks.kv_search`) computes in SQL, for the backends that filter the
 rows they read (PostgreSQL, the in-memory database).
 
 Conditions are JSON text `[[path, fallback_path, op, arg], ...]`; each holds for an item

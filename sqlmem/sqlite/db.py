@@ -16,20 +16,21 @@ from ..rules.embedder import check_embedder
 from ..rules.encoding import now_ms
 from ..rules.forget import ForgetReport
 from ..rules.paths import absolute_path
-from . import backup, facts_sql, maintenance
-from .checkpoints import SQLiteCheckpointStore
-from .docs import SQLiteDocumentStore
-from .engine import Engine
-from .facts import SQLiteFactStore
-from .history import SQLiteHistoryStore, index_unsearchable_messages
-from .items import fill_fingerprints
-from .kv import SQLiteKeyValueStore
-from .kv_search import SQLiteKVSearch
-from .maintenance import CheckReport
-from .message_vectors_sql import count_without_vectors as count_messages_without_vectors
-from .migrations import read_user_version
-from .run_leases import SQLiteRunLeases
-from .vectors_sql import count_without_vectors
+from .core import backup, maintenance
+from .core.engine import Engine
+from .core.maintenance import CheckReport
+from .core.migrations import read_user_version
+from .frameworks.checkpoints import SQLiteCheckpointStore
+from .frameworks.kv import SQLiteKeyValueStore
+from .frameworks.kv_search import SQLiteKVSearch
+from .stores import facts_sql
+from .stores.docs import SQLiteDocumentStore
+from .stores.facts import SQLiteFactStore
+from .stores.history import SQLiteHistoryStore, index_unsearchable_messages
+from .stores.items import fill_fingerprints
+from .stores.message_vectors_sql import count_without_vectors as count_messages_without_vectors
+from .stores.run_leases import SQLiteRunLeases
+from .stores.vectors_sql import count_without_vectors
 
 __all__ = ["CheckReport", "MemoryDB", "check_path", "open", "resolve_path"]
 
@@ -265,8 +266,8 @@ class MemoryDB:
         """Remove `source` (a session id, `"msg:{session}#{seq}"`, `"doc:{path}"` or a
         path ending in `.md`) and every fact derived only from it, in one transaction;
         returns the counts. After `vacuum()` no byte of any of it remains in the file
-        (`sqlmem.sqlite.forget`)."""
-        from .forget import forget
+        (`sqlmem.sqlite.stores.forget`)."""
+        from .stores.forget import forget
 
         return forget(self._engine, source)
 

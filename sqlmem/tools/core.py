@@ -57,7 +57,7 @@ _GROUP_STORES = {"facts": "facts", "docs": "docs", "history": "history"}
 
 class MemoryTools:
     """The memory tools over one database (`sqlmem.open()`'s `MemoryDB` or
-    `sqlmem.memory.open()`'s twin): `specs()` to hand to the model, `call()` to run what it
+    `sqlmem.inmemory.open()`'s twin): `specs()` to hand to the model, `call()` to run what it
     asked for.
 
     `groups` picks the tool families ("facts", "docs", "history"); `read_only=True` leaves

@@ -34,7 +34,7 @@ from anthropic.types.beta import (  # noqa: E402
 )
 
 import sqlmem  # noqa: E402
-import sqlmem.memory  # noqa: E402
+import sqlmem.inmemory  # noqa: E402
 from sqlmem.adapters.anthropic import (  # noqa: E402
     MemoryToolError,
     SqlmemMemoryTool,
@@ -45,7 +45,7 @@ from sqlmem.adapters.anthropic import (  # noqa: E402
 @pytest.fixture(params=["sqlite", "in-memory"])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     opened = sqlmem.open(tmp_path / "memory.db") if request.param == "sqlite" else None
-    database = opened if opened is not None else sqlmem.memory.open()
+    database = opened if opened is not None else sqlmem.inmemory.open()
     yield database
     database.close()
 
@@ -287,7 +287,7 @@ def test_files_agree_with_the_sdks_reference_tool(
     """The same commands on files (the SDK's `BetaLocalFilesystemMemoryTool`) and on
     documents give the same texts, refusals included, and leave the same contents."""
     reference = BetaLocalFilesystemMemoryTool(str(tmp_path_factory.mktemp("files")))
-    db = sqlmem.memory.open()
+    db = sqlmem.inmemory.open()
     ours = SqlmemMemoryTool(db)
     for command in start + commands:
         try:
@@ -314,7 +314,7 @@ def test_files_agree_with_the_sdks_reference_tool(
 def test_inserting_an_empty_line_into_a_blank_file_matches_the_reference() -> None:
     """Regression (found by the agreement test): an empty line inserted at 0 into a file
     holding one newline gave two newlines; the SDK's reference tool keeps one."""
-    db = sqlmem.memory.open()
+    db = sqlmem.inmemory.open()
     tool = SqlmemMemoryTool(db)
     assert not tool.run(create("/memories/a.md", "\n")).is_error
     assert not tool.run(insert("/memories/a.md", 0, "")).is_error

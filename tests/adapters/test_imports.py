@@ -39,9 +39,9 @@ def test_the_anthropic_memory_tool_needs_no_sdk() -> None:
     assert _loaded_after("import sqlmem.adapters.anthropic") == set()
     code = (
         "import sys; sys.modules['anthropic'] = None\n"
-        "import sqlmem.memory\n"
+        "import sqlmem.inmemory\n"
         "from sqlmem.adapters.anthropic import SqlmemMemoryTool, sdk_memory_tool\n"
-        "tool = SqlmemMemoryTool(sqlmem.memory.open())\n"
+        "tool = SqlmemMemoryTool(sqlmem.inmemory.open())\n"
         "print(tool.run({'command': 'view', 'path': '/memories'}).is_error)\n"
         "try:\n"
         "    sdk_memory_tool(tool)\n"

@@ -39,7 +39,7 @@ from sqlmem.adapters.langchain import (  # noqa: E402
     SqlmemByteStore,
     SqlmemChatMessageHistory,
 )
-from sqlmem.sqlite import kv  # noqa: E402
+from sqlmem.sqlite.frameworks import kv  # noqa: E402
 
 # -- langchain-tests' own suites ----------------------------------------------------------------
 
@@ -355,7 +355,7 @@ def test_byte_store_keys_are_tagged(db: sqlmem.MemoryDB) -> None:
 
 
 def test_kv_migration_is_applied(db: sqlmem.MemoryDB) -> None:
-    from sqlmem.sqlite.migrations import latest_version, load_migrations
+    from sqlmem.sqlite.core.migrations import latest_version, load_migrations
 
     assert any(m.name.endswith("_kv") for m in load_migrations())
     assert db.stats()["schema_version"] == latest_version()

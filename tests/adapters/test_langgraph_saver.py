@@ -36,7 +36,7 @@ from sqlmem.adapters.langgraph import (
     SyncCallInEventLoopError,
 )
 from sqlmem.errors import InvalidArgumentError
-from sqlmem.sqlite import checkpoints
+from sqlmem.sqlite.frameworks import checkpoints
 
 SAVERS = [SqlmemSaver, AsyncSqlmemSaver]
 #: LangGraph's (now private) error channel, a special channel of WRITES_IDX_MAP.

@@ -18,7 +18,7 @@ import sqlmem
 from sqlmem import Fact, Message
 from sqlmem.cli import main
 from sqlmem.cli.output import Progress
-from sqlmem.sqlite.migrations import latest_version
+from sqlmem.sqlite.core.migrations import latest_version
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = [

@@ -123,12 +123,12 @@ def test_export_creates_folders_0700_and_the_file_0600(
 
 # -- issue 23 item 18: a signal mid-export leaves no partial copy ------------------------------
 
-# The export's facts are read through `sqlmem.sqlite.export._facts`; the child pauses it after
-# the first fact, with the temporary file open, and says so: the signal then arrives
+# The export's facts are read through `sqlmem.sqlite.transfer.export._facts`; the child pauses
+# it after the first fact, with the temporary file open, and says so: the signal then arrives
 # mid-export every time, however loaded the machine (no timing guess).
 CHILD = """
 import sys
-import sqlmem.sqlite.export as transfer
+import sqlmem.sqlite.transfer.export as transfer
 from sqlmem.cli import main
 
 read_facts = transfer._facts

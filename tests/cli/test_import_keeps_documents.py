@@ -17,8 +17,8 @@ import pytest
 
 import sqlmem
 from sqlmem.postgres import transfer as pg_transfer
-from sqlmem.sqlite import export as sqlite_export
-from sqlmem.sqlite import importer as sqlite_import
+from sqlmem.sqlite.transfer import export as sqlite_export
+from sqlmem.sqlite.transfer import importer as sqlite_import
 
 
 def _docs_records(db: Any) -> list[dict[str, Any]]:

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 import sqlmem
 from sqlmem import Fact, Message
 from sqlmem.rules.export_format import MAX_IMPORTED_SEQ, ExportFormatError
-from sqlmem.sqlite import importer as transfer
-from sqlmem.sqlite.history import MAX_SEQ
-from sqlmem.sqlite.importer import import_records
+from sqlmem.sqlite.stores.history import MAX_SEQ
+from sqlmem.sqlite.transfer import importer as transfer
+from sqlmem.sqlite.transfer.importer import import_records
 
 HEADER = {"format": "sqlmem-export", "format_version": 1}
 UTC = timezone.utc

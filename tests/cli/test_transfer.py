@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 import sqlmem
 from sqlmem import Fact, Message, ToolCall
 from sqlmem.rules.export_format import ExportFormatError, ImportCounts, write_jsonl
-from sqlmem.sqlite.export import export_records
-from sqlmem.sqlite.importer import import_lines, import_records
-from sqlmem.sqlite.migrations import latest_version
+from sqlmem.sqlite.core.migrations import latest_version
+from sqlmem.sqlite.transfer.export import export_records
+from sqlmem.sqlite.transfer.importer import import_lines, import_records
 
 # -- strategies -------------------------------------------------------------------------------
 
@@ -381,7 +381,7 @@ def test_export_pages_through_large_tables(
         db.history.compact(session, keep_last=2, summary=f"summary of {session}")
     db.facts.index_many([Fact(id=f"f{i}", content=f"fact {i}") for i in range(7)])
     whole = body(db)
-    monkeypatch.setattr("sqlmem.sqlite.export._PAGE", 2)
+    monkeypatch.setattr("sqlmem.sqlite.transfer.export._PAGE", 2)
     assert body(db) == whole
     assert [(r["session_id"], r["seq"]) for r in whole if r["type"] == "message"] == [
         (s, i) for s in "abc" for i in range(1, 6)

@@ -17,10 +17,10 @@ import sqlmem
 from sqlmem import Fact, Message
 from sqlmem.cli import main
 from sqlmem.rules.export_format import FORMAT_VERSION, ExportFormatError
-from sqlmem.sqlite.checkpoints import SQLiteCheckpointStore
-from sqlmem.sqlite.export import export_records
-from sqlmem.sqlite.importer import import_lines, import_records
-from sqlmem.sqlite.kv import SQLiteKeyValueStore
+from sqlmem.sqlite.frameworks.checkpoints import SQLiteCheckpointStore
+from sqlmem.sqlite.frameworks.kv import SQLiteKeyValueStore
+from sqlmem.sqlite.transfer.export import export_records
+from sqlmem.sqlite.transfer.importer import import_lines, import_records
 
 ALL_BYTES = bytes(range(256))
 

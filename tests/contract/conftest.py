@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from sqlmem.config import StoreConfig
-from sqlmem.memory.docs import InMemoryDocumentStore
-from sqlmem.memory.facts import InMemoryFactStore
-from sqlmem.memory.history import InMemoryHistoryStore
+from sqlmem.inmemory.docs import InMemoryDocumentStore
+from sqlmem.inmemory.facts import InMemoryFactStore
+from sqlmem.inmemory.history import InMemoryHistoryStore
 from sqlmem.protocols import DocumentStore, FactStore, HistoryStore
-from sqlmem.sqlite.docs import SQLiteDocumentStore
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore
-from sqlmem.sqlite.history import SQLiteHistoryStore, index_unsearchable_messages
-from sqlmem.sqlite.items import fill_fingerprints
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores.docs import SQLiteDocumentStore
+from sqlmem.sqlite.stores.facts import SQLiteFactStore
+from sqlmem.sqlite.stores.history import SQLiteHistoryStore, index_unsearchable_messages
+from sqlmem.sqlite.stores.items import fill_fingerprints
 
 MakeHistory = Callable[..., HistoryStore]
 MakeFacts = Callable[..., FactStore]

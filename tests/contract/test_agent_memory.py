@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import (
     AgentMemory,
     Fact,
@@ -34,7 +34,7 @@ def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     elif request.param == "sqlite":
         opened = sqlmem.open(tmp_path / "memory.db")
     else:
-        opened = sqlmem.memory.open()
+        opened = sqlmem.inmemory.open()
     yield opened
     opened.close()
 
@@ -195,7 +195,7 @@ def test_bad_arguments_raise(db: Any) -> None:
             AgentMemory(db, model, **kwargs)
     with pytest.raises(InvalidArgumentError):
         AgentMemory(db, "not callable")  # type: ignore[arg-type]
-    other = sqlmem.memory.open()
+    other = sqlmem.inmemory.open()
     with pytest.raises(InvalidArgumentError, match="same database"):
         AgentMemory(db, model, extract=WorkspaceExtractor(other, model))
     other.close()

@@ -1,4 +1,4 @@
-"""SPEC 20: `atomic()` on a SQLite MemoryDB, on PostgreSQL and on `sqlmem.memory.open()`'s
+"""SPEC 20: `atomic()` on a SQLite MemoryDB, on PostgreSQL and on `sqlmem.inmemory.open()`'s
 twins.
 
 Writes through any store inside a block commit together, or none do when it raises; nested
@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import Fact, Message
 
 
 @pytest.fixture(params=["sqlite", "memory", "postgres"])
 def mdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
-        db: Any = sqlmem.memory.open()
+        db: Any = sqlmem.inmemory.open()
     elif request.param == "postgres":  # a fresh agent of the session's server
         db = request.getfixturevalue("open_pg")()
     else:

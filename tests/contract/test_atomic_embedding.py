@@ -1,6 +1,6 @@
 """Facts written inside `atomic()` are embedded after the block commits, never while it
 holds the write lock (SQLite), keeps its transaction open (PostgreSQL) or holds the twins'
-lock (`sqlmem.memory.open()`).
+lock (`sqlmem.inmemory.open()`).
 
 Regression: `facts.index`, `index_many` and `remember` inside `atomic()` called the
 embedder with the block's lock held, so every other writer of the file (or of the
@@ -75,7 +75,7 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pair]:
             db = postgres.open(dsn, agent, embedder=probe, pool_size=2)
             other = postgres.open(dsn, agent, StoreConfig(busy_timeout_ms=0), pool_size=2)
         elif request.param == "memory":  # one object: its lock is what a block holds
-            db = other = sqlmem.memory.open(embedder=probe)
+            db = other = sqlmem.inmemory.open(embedder=probe)
         else:
             path = tmp_path / f"m{len(opened)}.db"
             db = sqlmem.open(path, embedder=probe)
@@ -167,7 +167,7 @@ def test_appends_inside_atomic_without_an_embedder_need_no_vectors(
 ) -> None:
     """Regression: the in-memory database scheduled a vector fill after a block that had
     appended a message, with no embedder to fill it with, and the block's end raised."""
-    db: Any = sqlmem.memory.open() if backend == "memory" else sqlmem.open(tmp_path / "m.db")
+    db: Any = sqlmem.inmemory.open() if backend == "memory" else sqlmem.open(tmp_path / "m.db")
     with db:
         with db.atomic():
             db.history.append("s", Message(role="user", content="in the block"))

@@ -1,5 +1,5 @@
 """SPEC 15: Consolidator, consolidate_daily_notes and WorkspaceExtractor, on a SQLite file
-and on `sqlmem.memory.open()`'s twins: formats, one transaction, and model failures that
+and on `sqlmem.inmemory.open()`'s twins: formats, one transaction, and model failures that
 change nothing."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import (
     Consolidator,
     InvalidArgumentError,
@@ -35,7 +35,7 @@ def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     elif request.param == "sqlite":
         db = sqlmem.open(tmp_path / "memory.db")
     else:
-        db = sqlmem.memory.open()
+        db = sqlmem.inmemory.open()
     yield db
     db.close()
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import Consolidator, Message, WorkspaceExtractor, consolidate_daily_notes
 
 T0 = datetime(2026, 3, 4, 9, 30, tzinfo=timezone.utc)
@@ -46,7 +46,7 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Any, 
             return seconds[-1]
 
     else:
-        db = sqlmem.memory.open()
+        db = sqlmem.inmemory.open()
 
         def other() -> Any:
             return db

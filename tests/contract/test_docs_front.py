@@ -8,10 +8,10 @@ from collections.abc import Callable
 import pytest
 
 import sqlmem
-from sqlmem.memory.docs import InMemoryDocumentPort
+from sqlmem.inmemory.docs import InMemoryDocumentPort
 from sqlmem.postgres.docs import PostgresDocumentPort
 from sqlmem.protocols import DocumentStore
-from sqlmem.sqlite.docs import SQLiteDocumentPort
+from sqlmem.sqlite.stores.docs import SQLiteDocumentPort
 from sqlmem.stores.documents import DocumentStoreFront
 from sqlmem.stores.documents_port import DocumentPort
 

@@ -20,11 +20,11 @@ from sqlmem.errors import (
     InvalidQueryError,
     SqlmemError,
 )
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.protocols import FactStore
 from sqlmem.records import Fact
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores.facts import SQLiteFactStore
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

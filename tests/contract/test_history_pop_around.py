@@ -17,8 +17,8 @@ import sqlmem
 from sqlmem.errors import InvalidArgumentError
 from sqlmem.protocols import HistoryStore
 from sqlmem.records import Message, ToolCall
-from sqlmem.sqlite.export import export_records
-from sqlmem.sqlite.importer import import_records
+from sqlmem.sqlite.transfer.export import export_records
+from sqlmem.sqlite.transfer.importer import import_records
 
 MakeHistory = Callable[..., HistoryStore]  # the `make_history` fixture (conftest.py)
 

@@ -82,7 +82,7 @@ def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
     def build(embedder: Any = None, **config: Any) -> Opened:
         cfg = sqlmem.StoreConfig(**config)
         if request.param == "memory":
-            return Opened("memory", sqlmem.memory.open(cfg, embedder=embedder))
+            return Opened("memory", sqlmem.inmemory.open(cfg, embedder=embedder))
         if request.param == "postgres":
             from pgserver import new_agent_id
 
@@ -309,7 +309,7 @@ def test_the_model_runs_outside_the_write_lock_on_sqlite(tmp_path: Path) -> None
 
 def test_the_model_runs_outside_the_twins_lock() -> None:
     embedder = CountingEmbedder()
-    db = sqlmem.memory.open(embedder=embedder)
+    db = sqlmem.inmemory.open(embedder=embedder)
     got: list[bool] = []
 
     def try_lock() -> None:
@@ -366,7 +366,7 @@ def test_wordllama_finds_a_turn_bm25_cannot(make: Make) -> None:
 def test_a_session_being_purged_is_never_found_by_meaning(tmp_path: Path) -> None:
     """A large purge detaches the session first and deletes its rows in chunks; what a
     crash leaves between the two must not be found (nor counted as missing vectors)."""
-    from sqlmem.sqlite import history_sql
+    from sqlmem.sqlite.stores import history_sql
 
     with sqlmem.open(tmp_path / "m.db", embedder=CountingEmbedder()) as db:
         db.history.append_many("gone", [_user("green tea"), _user("blue sea")])

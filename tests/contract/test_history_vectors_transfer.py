@@ -20,8 +20,8 @@ from sqlmem.rules import export_format
 from sqlmem.rules.export_format import ExportFormatError
 from sqlmem.rules.history_modes import vector_text
 from sqlmem.search.vectors import checked_rows, content_key
-from sqlmem.sqlite.export import export_records
-from sqlmem.sqlite.importer import import_lines, import_records
+from sqlmem.sqlite.transfer.export import export_records
+from sqlmem.sqlite.transfer.importer import import_lines, import_records
 
 
 class CountingEmbedder(HashEmbedder):

@@ -41,7 +41,7 @@ def open_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
     def build(embedder: Any) -> Any:
         if request.param == "memory":
-            db = sqlmem.memory.open(embedder=embedder)
+            db = sqlmem.inmemory.open(embedder=embedder)
         elif request.param == "postgres":
             from pgserver import new_agent_id
 
@@ -103,8 +103,8 @@ def test_an_imported_vector_is_found_by_the_text_it_was_made_of(tmp_path: Path) 
     """Regression: import keyed a message vector by the message's bare content, so the
     same turn appended again (same speaker, same day) was embedded a second time instead
     of reusing the stored vector, as appends do."""
-    from sqlmem.sqlite.export import export_records
-    from sqlmem.sqlite.importer import import_records
+    from sqlmem.sqlite.transfer.export import export_records
+    from sqlmem.sqlite.transfer.importer import import_records
 
     turn = Message(role="user", content="I went hiking.", name="Caroline", created_at=WHEN)
     with sqlmem.open(tmp_path / "a.db", embedder=RecordingEmbedder()) as db:

@@ -16,11 +16,11 @@ import pytest
 
 from sqlmem.config import StoreConfig
 from sqlmem.errors import InvalidArgumentError
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.protocols import FactStore
 from sqlmem.records import Fact
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores.facts import SQLiteFactStore
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

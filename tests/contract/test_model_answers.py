@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import Consolidator, Message, WorkspaceExtractor, consolidate_daily_notes
 
 T0 = datetime(2026, 3, 4, 9, 30, tzinfo=timezone.utc)
@@ -27,7 +27,7 @@ T0 = datetime(2026, 3, 4, 9, 30, tzinfo=timezone.utc)
 @pytest.fixture(params=["sqlite", "memory"])
 def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     db: Any = (
-        sqlmem.open(tmp_path / "memory.db") if request.param == "sqlite" else sqlmem.memory.open()
+        sqlmem.open(tmp_path / "memory.db") if request.param == "sqlite" else sqlmem.inmemory.open()
     )
     yield db
     db.close()

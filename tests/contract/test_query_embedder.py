@@ -58,7 +58,7 @@ def make_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Make]:
 
     def build(embedder: Any) -> Any:
         if request.param == "memory":
-            db = sqlmem.memory.open(embedder=embedder)
+            db = sqlmem.inmemory.open(embedder=embedder)
         elif request.param == "postgres":
             from pgserver import new_agent_id
 

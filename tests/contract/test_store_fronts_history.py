@@ -17,8 +17,8 @@ import sqlmem
 from sqlmem import Fact, Message
 from sqlmem.postgres import transfer as pg_transfer
 from sqlmem.protocols import HistoryStore
-from sqlmem.sqlite import export as sqlite_export
-from sqlmem.sqlite import importer as sqlite_import
+from sqlmem.sqlite.transfer import export as sqlite_export
+from sqlmem.sqlite.transfer import importer as sqlite_import
 from sqlmem.stores.history import HistoryStoreFront
 from sqlmem.stores.history_port import HistoryPort
 from sqlmem.stores.transfer_port import ExportPort, ImportPort

@@ -15,8 +15,8 @@ from targets import as_url
 import sqlmem
 from sqlmem import Fact
 from sqlmem.postgres import transfer as pg_transfer
-from sqlmem.sqlite import export as sqlite_export
-from sqlmem.sqlite import importer as sqlite_import
+from sqlmem.sqlite.transfer import export as sqlite_export
+from sqlmem.sqlite.transfer import importer as sqlite_import
 
 
 def _day(n: int) -> datetime:

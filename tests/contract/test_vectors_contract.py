@@ -21,8 +21,8 @@ from sqlmem import Fact, InvalidArgumentError
 from sqlmem.embedders import HashEmbedder, WordLlamaEmbedder
 from sqlmem.protocols import FactStore
 from sqlmem.search.vectors import RRF_K, checked_rows
-from sqlmem.sqlite.export import export_records
-from sqlmem.sqlite.importer import import_lines
+from sqlmem.sqlite.transfer.export import export_records
+from sqlmem.sqlite.transfer.importer import import_lines
 
 
 class CountingEmbedder:
@@ -334,7 +334,7 @@ def test_the_in_memory_matrix_follows_every_change(
 ) -> None:
     """Unfiltered vector search on a large store ranks a kept copy of the vectors; it must
     see this process's writes, another connection's, deletes, and expiry at once."""
-    from sqlmem.sqlite import vectors as sqlite_vectors
+    from sqlmem.sqlite.stores import vectors as sqlite_vectors
 
     monkeypatch.setattr(sqlite_vectors, "MATRIX_MIN_ROWS", 1)  # keep it from the first row
     embedder = CountingEmbedder()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import Consolidator, ContextWindow, InvalidArgumentError, Message
 
 
@@ -25,7 +25,7 @@ def ws(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     elif request.param == "sqlite":
         db = sqlmem.open(tmp_path / "memory.db")
     else:
-        db = sqlmem.memory.open()
+        db = sqlmem.inmemory.open()
     yield db
     db.close()
 
@@ -114,7 +114,7 @@ def test_the_consolidator_is_tried_when_the_summarizer_fails(ws: Any) -> None:
 
 
 def test_the_consolidator_must_share_the_windows_history(ws: Any) -> None:
-    other = sqlmem.memory.open()
+    other = sqlmem.inmemory.open()
     try:
         with pytest.raises(InvalidArgumentError, match="history"):
             ContextWindow(ws.history, consolidator=Consolidator(other, Model()))

@@ -50,8 +50,8 @@ class Stores:
 @pytest.fixture(params=["memory", "sqlite"])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
     if request.param == "memory":
-        from sqlmem.memory.facts import InMemoryFactStore
-        from sqlmem.memory.history import InMemoryHistoryStore
+        from sqlmem.inmemory.facts import InMemoryFactStore
+        from sqlmem.inmemory.history import InMemoryHistoryStore
 
         yield Stores(InMemoryHistoryStore(), InMemoryFactStore())
         return

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import (
     AgentMemory,
     Consolidator,
@@ -52,7 +52,7 @@ ID = re.compile(r"\bm\d{4}\b")
 @pytest.fixture(params=["sqlite", "memory"])
 def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     opened: Any = (
-        sqlmem.open(tmp_path / "memory.db") if request.param == "sqlite" else sqlmem.memory.open()
+        sqlmem.open(tmp_path / "memory.db") if request.param == "sqlite" else sqlmem.inmemory.open()
     )
     yield opened
     opened.close()

@@ -70,7 +70,7 @@ def test_lists_and_calls_every_tool(memory_file: Path) -> None:
     async def main() -> None:
         async with connect(memory_file) as session:
             listed = (await session.list_tools()).tools
-            expected = sqlmem.MemoryTools(sqlmem.memory.open()).specs("mcp")
+            expected = sqlmem.MemoryTools(sqlmem.inmemory.open()).specs("mcp")
             assert [(t.name, t.description, t.input_schema) for t in listed] == [
                 (s["name"], s["description"], s["inputSchema"]) for s in expected
             ]
@@ -196,7 +196,7 @@ def test_read_only_server_never_writes(memory_file: Path) -> None:
     async def main() -> None:
         async with connect(memory_file, "--read-only") as session:
             names = [t.name for t in (await session.list_tools()).tools]
-            assert names == sqlmem.MemoryTools(sqlmem.memory.open(), read_only=True).names
+            assert names == sqlmem.MemoryTools(sqlmem.inmemory.open(), read_only=True).names
             body = await call(session, "save_memory", {"content": "x"})
             assert body["code"] == "unknown_tool" and "read-only" in body["error"]
             read = await call(session, "read_workspace_memory_file", {"filename": "MEMORY.md"})

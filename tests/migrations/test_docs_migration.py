@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import sqlmem
-from sqlmem.sqlite.migrations import latest_version, load_migrations
+from sqlmem.sqlite.core.migrations import latest_version, load_migrations
 
 
 def _documents_version() -> int:

@@ -13,7 +13,7 @@ import pytest
 import sqlite_utils
 
 import sqlmem
-from sqlmem.sqlite.migrations import latest_version, load_migrations
+from sqlmem.sqlite.core.migrations import latest_version, load_migrations
 
 
 def _ledger(path: Path) -> list[tuple[int, str, str]]:

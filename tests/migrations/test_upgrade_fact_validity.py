@@ -10,7 +10,7 @@ import apsw
 
 import sqlmem
 from sqlmem import Fact
-from sqlmem.sqlite.migrations import _apply_one, load_migrations
+from sqlmem.sqlite.core.migrations import _apply_one, load_migrations
 
 
 def _build_0_2_file(path: Path) -> None:

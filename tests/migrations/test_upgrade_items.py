@@ -20,8 +20,8 @@ from test_migrations import RELEASED
 import sqlmem
 from sqlmem.rules.encoding import dt_from_ms
 from sqlmem.rules.identity import fingerprint
-from sqlmem.sqlite import items as sqlite_items
-from sqlmem.sqlite.migrations import latest_version, load_migrations
+from sqlmem.sqlite.core.migrations import latest_version, load_migrations
+from sqlmem.sqlite.stores import items as sqlite_items
 
 OLD_FACTS = [
     OldFact("plain", "User likes tea."),

@@ -12,7 +12,7 @@ from released import OldFact, build_0_1_file
 import sqlmem
 from sqlmem import Message
 from sqlmem.embedders import HashEmbedder
-from sqlmem.sqlite.migrations import latest_version, load_migrations
+from sqlmem.sqlite.core.migrations import latest_version, load_migrations
 
 
 def _build_before_message_vectors(path: Path) -> int:

@@ -22,7 +22,7 @@ from sqlmem.errors import (
     SqlmemError,
     StorageBusyError,
 )
-from sqlmem.memory.docs import InMemoryDocumentStore
+from sqlmem.inmemory.docs import InMemoryDocumentStore
 
 
 def _user(text: str) -> Message:

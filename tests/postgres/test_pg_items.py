@@ -20,7 +20,7 @@ from pgserver import new_agent_id
 import sqlmem.postgres as sp
 from sqlmem.embedders import HashEmbedder
 from sqlmem.errors import InvalidArgumentError
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.postgres.migrations import latest_version, load_migrations
 from sqlmem.records import Fact, Message
 from sqlmem.rules.identity import fingerprint

@@ -23,8 +23,8 @@ import sqlmem
 from sqlmem import Fact, Message
 from sqlmem.postgres import transfer
 from sqlmem.rules.export_format import ExportFormatError
-from sqlmem.sqlite import export as sqlite_export
-from sqlmem.sqlite import importer as sqlite_import
+from sqlmem.sqlite.transfer import export as sqlite_export
+from sqlmem.sqlite.transfer import importer as sqlite_import
 
 T0 = datetime(2025, 1, 31, 9, 0, tzinfo=timezone.utc)
 

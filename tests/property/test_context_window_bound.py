@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import Consolidator, Message, ToolCall
 from sqlmem.context import SUMMARY_PREFIX, ContextWindow
 from sqlmem.context.compactor import message_tokens
@@ -100,7 +100,7 @@ def test_the_window_never_exceeds_the_limit_but_in_the_stated_case(
     kind: str,
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        db: Any = sqlmem.open(Path(folder) / "m.db") if kind == "sqlite" else sqlmem.memory.open()
+        db: Any = sqlmem.open(Path(folder) / "m.db") if kind == "sqlite" else sqlmem.inmemory.open()
         history: Any = db.history
         try:
             _fill(history, turns)

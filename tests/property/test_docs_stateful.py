@@ -23,10 +23,10 @@ from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
 from sqlmem.errors import SqlmemError
-from sqlmem.memory.docs import InMemoryDocumentStore
+from sqlmem.inmemory.docs import InMemoryDocumentStore
 from sqlmem.rules.doc_blocks import split_blocks
-from sqlmem.sqlite.docs import SQLiteDocumentStore
-from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores.docs import SQLiteDocumentStore
 
 PATHS = ["MEMORY.md", "AGENTS.md", "notes/a.md", "notes/b.md", "memory/2026-01-02.md"]
 DAYS = [date(2026, 1, 1), date(2026, 1, 2), date(2025, 12, 31)]

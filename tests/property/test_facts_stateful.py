@@ -24,10 +24,10 @@ from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
 from sqlmem.errors import FactNotFoundError, InvalidArgumentError
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.records import Fact
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores.facts import SQLiteFactStore
 
 IDS = [f"f{i}" for i in range(8)] + ["telegram:1:", "ünï"]
 WORDS = [

@@ -1,5 +1,5 @@
 """History search within one session takes a plan by the session's size on large files
-(sqlmem.sqlite.history_search): filter-then-rank for a small session, the exact statement
+(sqlmem.sqlite.stores.history_search): filter-then-rank for a small session, the exact statement
 for a large one. The plan must answer as the exact statement does, so the twin agreement
 machine runs again with it forced on every search, on files of any size.
 
@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from test_history_stateful import HistoryAgreement, _settings
 
-from sqlmem.sqlite import history_search
+from sqlmem.sqlite.stores import history_search
 
 _PLAN = {"PLAN_BELOW": 1, "RARE_SHARE": 1.0}
 

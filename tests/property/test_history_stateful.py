@@ -20,10 +20,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
-from sqlmem.memory.history import InMemoryHistoryStore
+from sqlmem.inmemory.history import InMemoryHistoryStore
 from sqlmem.records import Message, Role, ToolCall, dt_from_ms
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.history import SQLiteHistoryStore, index_unsearchable_messages
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores.history import SQLiteHistoryStore, index_unsearchable_messages
 
 SESSIONS = ["a", "b", "telegram:12345:"]
 

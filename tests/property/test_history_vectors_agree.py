@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import sqlmem
 from sqlmem import Message, ToolCall
 from sqlmem.embedders import HashEmbedder
-from sqlmem.memory.history import InMemoryHistoryStore
+from sqlmem.inmemory.history import InMemoryHistoryStore
 from sqlmem.search.vectors import hybrid_leg_size, reciprocal_rank_fusion
 
 WORDS = ["red", "green", "tea", "apple", "car", "sea", "sky", "blue", "fast", "slow"]

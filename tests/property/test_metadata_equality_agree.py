@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sqlmem.config import StoreConfig
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.records import Fact
 from sqlmem.rules.filters import metadata_equal_filter
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore, scalar_equality
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores.facts import SQLiteFactStore, scalar_equality
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 

@@ -16,12 +16,12 @@ from pgserver import new_agent_id
 
 from sqlmem.config import StoreConfig
 from sqlmem.errors import InvalidQueryError
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.protocols import FactStore
 from sqlmem.records import Fact
 from sqlmem.search.query import MAX_QUERY_TERMS
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores.facts import SQLiteFactStore
 
 CORPUS = [
     "what's up? e.g. C++ and foo-bar, a:b",

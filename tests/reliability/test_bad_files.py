@@ -41,7 +41,7 @@ from sqlmem import (
     SqlmemError,
 )
 from sqlmem.cli import main as cli_main
-from sqlmem.sqlite.migrations import latest_version
+from sqlmem.sqlite.core.migrations import latest_version
 
 # -- making bad files ----------------------------------------------------------------------
 

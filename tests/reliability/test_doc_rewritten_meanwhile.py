@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import sqlmem
-from sqlmem.sqlite.doc_index import prepare_from
+from sqlmem.sqlite.stores.doc_index import prepare_from
 
 
 def _paragraphs(word: str, n: int) -> str:
@@ -40,7 +40,7 @@ def test_a_document_rewritten_at_the_same_revision_is_indexed_again(
                 assert db.docs.write("a.md", rewritten).revision == 1
             return prepared
 
-        monkeypatch.setattr("sqlmem.sqlite.docs.prepare_from", prepare_then_meddle)
+        monkeypatch.setattr("sqlmem.sqlite.stores.docs.prepare_from", prepare_then_meddle)
         done = db.docs.write("a.md", wanted)
         assert meddled
         assert (done.revision, db.docs.read("a.md").content) == (2, wanted)  # type: ignore[union-attr]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import sqlmem
-import sqlmem.memory
+import sqlmem.inmemory
 from sqlmem import InvalidArgumentError
 from sqlmem.rules.doc_index_work import BLOCK_WORK, MAX_INDEX_WORK
 
@@ -74,7 +74,7 @@ def test_a_large_write_never_times_out_another_process_writer(tmp_path: Path) ->
 
 @pytest.mark.parametrize("kind", ["sqlite", "memory"])
 def test_the_bound_counts_words_and_blocks_of_what_a_write_adds(kind: str, tmp_path: Path) -> None:
-    db = sqlmem.open(tmp_path / "m.db") if kind == "sqlite" else sqlmem.memory.open()
+    db = sqlmem.open(tmp_path / "m.db") if kind == "sqlite" else sqlmem.inmemory.open()
     try:
         docs = db.docs
         at_bound = " ".join(f"w{i}" for i in range(MAX_INDEX_WORK - BLOCK_WORK))  # one block
@@ -103,7 +103,7 @@ def test_the_bound_counts_words_and_blocks_of_what_a_write_adds(kind: str, tmp_p
 def test_import_dir_refuses_a_file_past_the_bound_before_writing_any(
     kind: str, tmp_path: Path
 ) -> None:
-    db = sqlmem.open(tmp_path / "m.db") if kind == "sqlite" else sqlmem.memory.open()
+    db = sqlmem.open(tmp_path / "m.db") if kind == "sqlite" else sqlmem.inmemory.open()
     try:
         folder = tmp_path / "in"
         folder.mkdir()

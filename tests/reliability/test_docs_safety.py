@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import sqlmem
-from sqlmem.sqlite.export import export_records
-from sqlmem.sqlite.importer import import_records
+from sqlmem.sqlite.transfer.export import export_records
+from sqlmem.sqlite.transfer.importer import import_records
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import sqlmem
 from sqlmem import Message, WorkspaceExtractor
-from sqlmem.sqlite.migrations import latest_version, load_migrations
+from sqlmem.sqlite.core.migrations import latest_version, load_migrations
 
 CHILD = Path(__file__).with_name("extractor_child.py")
 

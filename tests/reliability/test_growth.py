@@ -18,7 +18,7 @@ import apsw
 
 import sqlmem
 from sqlmem import Fact, Message
-from sqlmem.sqlite.connection import JOURNAL_SIZE_LIMIT
+from sqlmem.sqlite.core.connection import JOURNAL_SIZE_LIMIT
 
 STRESS = os.environ.get("SQLMEM_STRESS") == "1"
 APPENDS = 20_000 if STRESS else 5_000

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import sqlmem
 from sqlmem import Fact, InvalidArgumentError
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.protocols import FactStore
 
 _NASTY = [

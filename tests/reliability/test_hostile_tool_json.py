@@ -78,7 +78,7 @@ def tools(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[sqlmem.Mem
     elif request.param == "sqlite":
         db = sqlmem.open(tmp_path / "memory.db")
     else:
-        db = sqlmem.memory.open()
+        db = sqlmem.inmemory.open()
     db.docs.write("MEMORY.md", "# Memory\na\n")
     yield sqlmem.MemoryTools(db)
     db.close()
@@ -166,7 +166,7 @@ def _two_kinds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     seconds)."""
     dbs: list[Any] = [
         sqlmem.open(tmp_path_factory.mktemp("hostile") / "memory.db"),
-        sqlmem.memory.open(),
+        sqlmem.inmemory.open(),
     ]
     for db in dbs:
         db.docs.write("MEMORY.md", "# Memory\na\n")

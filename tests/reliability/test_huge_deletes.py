@@ -25,8 +25,8 @@ import pytest
 
 import sqlmem
 from sqlmem import Message
-from sqlmem.sqlite import purge as history
-from sqlmem.sqlite.export import export_records
+from sqlmem.sqlite.core import purge as history
+from sqlmem.sqlite.transfer.export import export_records
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 CHUNK = 10

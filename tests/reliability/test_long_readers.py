@@ -21,7 +21,7 @@ from pathlib import Path
 
 import sqlmem
 from sqlmem import Message
-from sqlmem.sqlite.connection import AUTOCHECKPOINT_PAGES, RESTART_PAGES
+from sqlmem.sqlite.core.connection import AUTOCHECKPOINT_PAGES, RESTART_PAGES
 
 STRESS = os.environ.get("SQLMEM_STRESS") == "1"
 SECONDS = 300.0 if STRESS else 8.0

@@ -17,8 +17,8 @@ import pytest
 
 import sqlmem
 from sqlmem import Fact, InvalidArgumentError, Message
-from sqlmem.memory.facts import InMemoryFactStore
-from sqlmem.memory.history import InMemoryHistoryStore
+from sqlmem.inmemory.facts import InMemoryFactStore
+from sqlmem.inmemory.history import InMemoryHistoryStore
 from sqlmem.protocols import FactStore, HistoryStore
 from sqlmem.records import MAX_METADATA_DEPTH
 

@@ -22,8 +22,8 @@ import pytest
 
 import sqlmem
 from sqlmem import Fact, InvalidQueryError, Message
-from sqlmem.memory.facts import InMemoryFactStore
-from sqlmem.memory.history import InMemoryHistoryStore
+from sqlmem.inmemory.facts import InMemoryFactStore
+from sqlmem.inmemory.history import InMemoryHistoryStore
 from sqlmem.search.query import MAX_QUERY_TERMS, MAX_QUERY_WORDS_READ, compiler_for
 
 _PHRASE = re.compile(r'"([^"]*)"')

@@ -1,6 +1,6 @@
 """Mode "any": exact on small stores, the rare/common shortcut on large ones.
 
-The shortcut (sqlmem.sqlite.fts_any) only runs on stores of at least EXACT_BELOW facts; the
+The shortcut (sqlmem.sqlite.stores.fts_any) only runs on stores of at least EXACT_BELOW facts; the
 tests lower that threshold so a few thousand facts stand in for a large store.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 import sqlmem
 from sqlmem import Fact
-from sqlmem.sqlite import facts_sql, fts_any
+from sqlmem.sqlite.stores import facts_sql, fts_any
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 

@@ -15,8 +15,8 @@ import apsw
 
 import sqlmem
 from sqlmem import Message
-from sqlmem.sqlite.connection import AUTOCHECKPOINT_PAGES
-from sqlmem.sqlite.engine import Engine
+from sqlmem.sqlite.core.connection import AUTOCHECKPOINT_PAGES
+from sqlmem.sqlite.core.engine import Engine
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 

@@ -29,7 +29,7 @@ def history(
     request: pytest.FixtureRequest, open_db: Callable[..., sqlmem.MemoryDB]
 ) -> HistoryStore:
     if request.param == "memory":
-        from sqlmem.memory.history import InMemoryHistoryStore
+        from sqlmem.inmemory.history import InMemoryHistoryStore
 
         return InMemoryHistoryStore()
     return open_db().history

@@ -20,7 +20,7 @@ import pytest
 import sqlmem
 from sqlmem import Fact
 from sqlmem.rules.filters import NO_FILTERS, make_filters
-from sqlmem.sqlite import facts_sql, fts_any
+from sqlmem.sqlite.stores import facts_sql, fts_any
 
 EMPTY_SPELLINGS: list[dict[str, Any]] = [
     {"tags": []},

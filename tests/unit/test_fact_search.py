@@ -16,9 +16,9 @@ from sqlmem.records import Fact
 from sqlmem.rules.encoding import dt_from_ms, dt_to_ms
 from sqlmem.rules.filters import make_filters
 from sqlmem.search.query import compiler_for
-from sqlmem.sqlite import facts_sql
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores import facts_sql
+from sqlmem.sqlite.stores.facts import SQLiteFactStore
 
 
 @pytest.fixture

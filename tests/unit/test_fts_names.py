@@ -1,12 +1,13 @@
-"""The FTS table names are written once (sqlmem.sqlite.fts_names) and must name what the
+"""The FTS table names are written once (sqlmem.sqlite.stores.fts_names) and must name what the
 migrations create: a renamed table in a new migration must fail here, not at a user's
 first search."""
 
 from __future__ import annotations
 
 import sqlmem
-from sqlmem.sqlite import engine, facts_sql, history_sql
-from sqlmem.sqlite.fts_names import DOCUMENTS_FTS, FACTS_FTS, FTS_TABLES, MESSAGES_FTS
+from sqlmem.sqlite.core import engine
+from sqlmem.sqlite.stores import facts_sql, history_sql
+from sqlmem.sqlite.stores.fts_names import DOCUMENTS_FTS, FACTS_FTS, FTS_TABLES, MESSAGES_FTS
 
 
 def test_the_names_are_the_migrated_fts5_tables(db: sqlmem.MemoryDB) -> None:

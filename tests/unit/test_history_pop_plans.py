@@ -12,7 +12,7 @@ import pytest
 
 import sqlmem
 from sqlmem import Message
-from sqlmem.sqlite import history_sql as sql
+from sqlmem.sqlite.stores import history_sql as sql
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["fresh", "analyzed"])

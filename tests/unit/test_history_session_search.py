@@ -1,4 +1,4 @@
-"""History search within one session: the plans of sqlmem.sqlite.history_search (filter
+"""History search within one session: the plans of sqlmem.sqlite.stores.history_search (filter
 then rank for a small session, the exact statement for a large one) give the in-memory
 twin's answers, for many queries on one interleaved file.
 
@@ -17,7 +17,7 @@ import pytest
 
 import sqlmem
 from sqlmem import Message
-from sqlmem.sqlite import history_search
+from sqlmem.sqlite.stores import history_search
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 
@@ -41,7 +41,7 @@ def stores(open_db: OpenDB) -> tuple[Any, Any]:
     """The same interleaved sessions in a SQLite file and in the twin; some archived by
     compaction, one popped, one session purged."""
     rng = random.Random(19)
-    db, twin = open_db(), sqlmem.memory.open()
+    db, twin = open_db(), sqlmem.inmemory.open()
     turns = [sid for sid, n in SESSIONS.items() for _ in range(n)] + ["gone"] * 30
     rng.shuffle(turns)
     for sid in turns:

@@ -20,9 +20,9 @@ import pytest
 from sqlmem.config import StoreConfig
 from sqlmem.errors import InvalidArgumentError
 from sqlmem.records import Message, ToolCall
-from sqlmem.sqlite import history_sql as sql
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.history import SQLiteHistoryStore, index_unsearchable_messages
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores import history_sql as sql
+from sqlmem.sqlite.stores.history import SQLiteHistoryStore, index_unsearchable_messages
 
 OpenStore = Callable[..., SQLiteHistoryStore]
 
@@ -488,7 +488,7 @@ def test_plain_and_full_inserts_store_identical_rows(open_store: OpenStore) -> N
         engine_of(store).close()
 
 
-# -- search on large histories: the shared rare/common shortcut (sqlmem.sqlite.fts_any) ---
+# -- search on large histories: the shared rare/common shortcut (sqlmem.sqlite.stores.fts_any) ---
 
 
 def _exact_or(store: SQLiteHistoryStore, words: list[str]) -> dict[int, float]:
@@ -520,7 +520,7 @@ def test_large_history_search_uses_the_rare_word_shortcut(
 ) -> None:
     """3,000 messages stand in for a large history ('the' in every other, 'zebra' in 12):
     "the zebra" ranks only the zebra messages, with their exact OR scores."""
-    from sqlmem.sqlite import fts_any
+    from sqlmem.sqlite.stores import fts_any
 
     store = open_store()
 

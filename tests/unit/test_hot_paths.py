@@ -19,7 +19,7 @@ from sqlmem import Fact, Message, ToolCall, records
 from sqlmem.rules import encoding
 from sqlmem.rules import rows as row_builders
 from sqlmem.search.query import compiler_for, segment
-from sqlmem.sqlite import history_sql
+from sqlmem.sqlite.stores import history_sql
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 

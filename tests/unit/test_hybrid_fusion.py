@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sqlmem
-import sqlmem.sqlite.vectors as sqlite_vectors
+import sqlmem.sqlite.stores.vectors as sqlite_vectors
 from sqlmem import Fact
 from sqlmem.embedders import HashEmbedder
 from sqlmem.rules.hybrid import fuse

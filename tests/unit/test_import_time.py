@@ -52,7 +52,7 @@ def test_open_and_search_need_no_numpy_and_no_cli(tmp_path: Path) -> None:
     loaded = _loaded_after(code, tmp_path)
     assert "numpy" not in loaded
     assert "wordllama" not in loaded
-    assert not {m for m in loaded if m.startswith(("sqlmem.cli", "sqlmem.memory"))}
+    assert not {m for m in loaded if m.startswith(("sqlmem.cli", "sqlmem.inmemory"))}
 
 
 def test_every_public_name_resolves_to_its_module() -> None:

@@ -20,7 +20,7 @@ from sqlmem.records import Fact
 @pytest.fixture(params=["memory", "sqlite"])
 def facts(request: pytest.FixtureRequest, open_db: Callable[..., sqlmem.MemoryDB]) -> FactStore:
     if request.param == "memory":
-        from sqlmem.memory.facts import InMemoryFactStore
+        from sqlmem.inmemory.facts import InMemoryFactStore
 
         return InMemoryFactStore()
     return open_db().facts

@@ -16,11 +16,11 @@ import pytest
 import sqlmem
 from sqlmem.context.extract import LLMExtractor
 from sqlmem.errors import InvalidArgumentError, SqlmemError
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.records import Fact, Message
 from sqlmem.rules.identity import fact_id, fingerprint
-from sqlmem.sqlite.export import export_records
-from sqlmem.sqlite.importer import import_records
+from sqlmem.sqlite.transfer.export import export_records
+from sqlmem.sqlite.transfer.importer import import_records
 
 FUTURE = datetime(2100, 1, 1, tzinfo=timezone.utc)
 PAST = datetime(2001, 1, 1, tzinfo=timezone.utc)
@@ -286,7 +286,7 @@ def test_item_queries_use_their_indexes(tmp_path: Path) -> None:
     """remember's lookup is an index search in (created_at, pk) order; expiry reads touch
     only expiring facts; item filters leave search driven by the FTS index."""
     from sqlmem.rules.filters import NO_FILTERS
-    from sqlmem.sqlite import facts_sql
+    from sqlmem.sqlite.stores import facts_sql
 
     with sqlmem.open(tmp_path / "m.db") as db:
         db.facts.index_many(Fact(content=f"fact {i} common", layer="episodic") for i in range(300))

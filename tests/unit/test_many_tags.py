@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 import sqlmem
 from sqlmem import Fact
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.rules.encoding import dt_from_ms
 from sqlmem.rules.filters import make_filters
-from sqlmem.sqlite import facts_sql
+from sqlmem.sqlite.stores import facts_sql
 
 _STEP = 100  # VM instructions per progress callback
 

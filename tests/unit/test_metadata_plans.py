@@ -14,9 +14,9 @@ from sqlmem.config import StoreConfig
 from sqlmem.records import Fact
 from sqlmem.rules.encoding import dt_from_ms
 from sqlmem.rules.filters import make_filters
-from sqlmem.sqlite import facts_sql
-from sqlmem.sqlite.engine import Engine
-from sqlmem.sqlite.facts import SQLiteFactStore
+from sqlmem.sqlite.core.engine import Engine
+from sqlmem.sqlite.stores import facts_sql
+from sqlmem.sqlite.stores.facts import SQLiteFactStore
 
 N = 4000
 OPERATORS: list[dict[str, Any]] = [

@@ -22,7 +22,7 @@ import sqlmem
 from sqlmem import Fact, InvalidArgumentError
 from sqlmem.context import MemoryPack, PackConfig, build_memory_pack
 from sqlmem.rules.rows import facts_from_rows
-from sqlmem.sqlite.facts import SQLiteFactStore
+from sqlmem.sqlite.stores.facts import SQLiteFactStore
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 LAYERS = ("semantic", "procedural", "episodic")
@@ -216,7 +216,7 @@ def test_the_statement_sorts_once_and_reads_facts_rows_lazily(db: sqlmem.MemoryD
     # One sorter (the FTS matches by bm25, bounded by the LIMIT); the outer ORDER BY is
     # satisfied by the co-routine's order, so each facts row is read only when stepped to
     # and the pack stops reading once every layer has its candidates.
-    from sqlmem.sqlite.pack_search import LAYERED
+    from sqlmem.sqlite.stores.pack_search import LAYERED
 
     db.facts.index_many(Fact(content=f"tea note {n}", layer=LAYERS[n % 3]) for n in range(200))
     params = {"query": '"tea"', "limit": 10, "min_confidence": 0.0, "now": 0}

@@ -58,7 +58,7 @@ def test_installed_package_finds_its_migrations(wheel: Path, tmp_path: Path) -> 
     zipfile.ZipFile(wheel).extractall(site)
     code = (
         f"import sys; sys.path.insert(0, {str(site)!r}); "
-        "import sqlmem, sqlmem.sqlite.migrations as m; "
+        "import sqlmem, sqlmem.sqlite.core.migrations as m; "
         "print(m.migrations_dir()); "
         f"db = sqlmem.open({str(tmp_path / 'x.db')!r}); "
         "print(db.stats()['schema_version']); db.close()"

@@ -31,8 +31,8 @@ async def awaited() -> None:
 
 EXPECTED = [
     'Revealed type is "sqlmem.sqlite.db.MemoryDB"',
-    'Revealed type is "sqlmem.memory.db.InMemoryDB"',
-    'Revealed type is "sqlmem.sqlite.db.MemoryDB | sqlmem.memory.db.InMemoryDB"',
+    'Revealed type is "sqlmem.inmemory.db.InMemoryDB"',
+    'Revealed type is "sqlmem.sqlite.db.MemoryDB | sqlmem.inmemory.db.InMemoryDB"',
     'Revealed type is "sqlmem.protocols.Database"',
     "-> sqlmem.context.pack.MemoryPack",
     'Revealed type is "sqlmem.protocols.Database | None"',

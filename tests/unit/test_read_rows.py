@@ -22,7 +22,7 @@ import sqlmem
 from sqlmem import Message, ToolCall
 from sqlmem.rules import rows as row_builders
 from sqlmem.rules.encoding import dt_from_ms
-from sqlmem.sqlite import history_sql as sql
+from sqlmem.sqlite.stores import history_sql as sql
 
 OpenDB = Callable[..., sqlmem.MemoryDB]
 

@@ -40,7 +40,7 @@ def mdb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
         db = (
             sqlmem.open(tmp_path / "memory.db")
             if request.param == "sqlite"
-            else sqlmem.memory.open()
+            else sqlmem.inmemory.open()
         )
     yield db
     db.close()
@@ -343,7 +343,7 @@ def test_errors_say_which_argument_and_why(mdb: Any) -> None:
 
 def test_schema_and_validator_agree() -> None:
     """The published schema is real JSON Schema, and what it refuses `call()` refuses."""
-    tools = sqlmem.MemoryTools(sqlmem.memory.open())
+    tools = sqlmem.MemoryTools(sqlmem.inmemory.open())
     schemas = {s["name"]: s["inputSchema"] for s in tools.specs("mcp")}
     for schema in schemas.values():
         jsonschema.Draft202012Validator.check_schema(schema)
@@ -398,7 +398,7 @@ def test_unexpected_failure_is_internal_and_logged(caplog: pytest.LogCaptureFixt
         def search(self, *args: Any, **kwargs: Any) -> Any:
             raise RuntimeError("boom")
 
-    db = sqlmem.memory.open()
+    db = sqlmem.inmemory.open()
     db.facts = Broken()  # type: ignore[assignment]
     code, message = failed(sqlmem.MemoryTools(db), "search_memory", {"query": "x"})
     assert code == "internal" and "boom" in message
@@ -453,7 +453,7 @@ def test_groups(mdb: Any) -> None:
 
 
 def test_spec_styles() -> None:
-    tools = sqlmem.MemoryTools(sqlmem.memory.open())
+    tools = sqlmem.MemoryTools(sqlmem.inmemory.open())
     openai = tools.specs()
     assert openai == tools.specs("openai")
     anthropic = tools.specs("anthropic")
@@ -548,7 +548,7 @@ def test_fuzzed_store_checks_clean(fuzz_db: sqlmem.MemoryDB) -> None:
 
 
 def test_twin_arbitrary_json_never_raises() -> None:
-    db = sqlmem.memory.open()
+    db = sqlmem.inmemory.open()
     tools = sqlmem.MemoryTools(db)
 
     @settings(max_examples=150)
@@ -567,7 +567,7 @@ def test_optional_extras_never_load_unless_used(tmp_path: Path) -> None:
         "import sys, json, sqlmem, sqlmem.cli\n"
         "from sqlmem.cli.parser import build_parser\n"
         "build_parser()\n"
-        "tools = sqlmem.MemoryTools(sqlmem.memory.open())\n"
+        "tools = sqlmem.MemoryTools(sqlmem.inmemory.open())\n"
         "tools.call('search_memory', '{}'); tools.specs('mcp')\n"
         "print(json.dumps(sorted(m for m in sys.modules\n"
         "      if m.split('.')[0] in {'mcp', 'mcp_types', 'anyio', 'jsonschema', 'starlette'})))"
@@ -710,7 +710,7 @@ def test_sqlite_and_twin_agree_through_the_tools(
     tmp_path_factory: pytest.TempPathFactory, operations: list[tuple[str, Any]]
 ) -> None:
     with sqlmem.open(tmp_path_factory.mktemp("agree") / "memory.db") as db:
-        sqlite, twin = _Side(db), _Side(sqlmem.memory.open())
+        sqlite, twin = _Side(db), _Side(sqlmem.inmemory.open())
         for name, args in operations:
             assert sqlite.run(name, args) == twin.run(name, args), (name, args)
         assert db.check().ok

@@ -1,0 +1,92 @@
+"""The two ways into an engine: `Engine.write()` and `Engine.read()` return these.
+
+Every store call goes through one of them: they are the hot path (an append, a
+`get_recent`, a search), so they stay as they were measured (see below), and use the
+engine's `_enter`/`_leave` directly.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import apsw
+
+from ...errors import map_apsw_error
+
+if TYPE_CHECKING:
+    from .engine import Engine
+    from .writer import ReaderPool
+
+__all__ = ["Reading", "Writing"]
+
+
+# Every store call goes through one of these two. They are classes rather than
+# generator context managers, and fold the engine's bookkeeping, the reader pool and
+# the writer's transaction into one object: the layers of generators cost more than
+# the SQL of a small read (measured on get_recent and single appends).
+
+
+class Writing:
+    __slots__ = ("_engine", "_tx")
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __enter__(self) -> apsw.Connection:
+        writer, _ = self._engine._enter()
+        try:
+            tx = self._tx = writer.transaction()
+            return tx.__enter__()
+        except BaseException:
+            self._engine._leave()
+            raise
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            self._tx.__exit__(exc_type, exc, tb)
+        finally:
+            self._engine._leave()
+        for work in self._tx.committed_work:  # committed, lock released (after_commit)
+            work()
+
+
+class Reading:
+    __slots__ = ("_conn", "_engine", "_readers")
+    _readers: ReaderPool | None  # None: reading on the write connection (see Writer.held_by_me)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __enter__(self) -> apsw.Connection:
+        writer, readers = self._engine._enter(True)
+        try:
+            if writer._depth and writer.held_by_me():  # inside our own write transaction
+                self._readers = None
+                conn = self._conn = writer.connection
+                return conn
+            conn = self._conn = readers.acquire()
+        except BaseException:
+            self._engine._leave(True)
+            raise
+        self._readers = readers
+        return conn
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if self._readers is not None:
+                self._readers.release(self._conn)
+        finally:
+            self._engine._leave(True)
+        if isinstance(exc, apsw.Error):
+            raise map_apsw_error(exc, str(self._engine.path)) from exc

@@ -1,0 +1,166 @@
+"""SQL text of the fact vectors (migrations/0006_fact_vectors.sql): constants and cached
+builders only, every value bound."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import apsw
+
+from ...rules.encoding import now_ms
+from .facts_sql import (
+    _COLUMNS,
+    _RAREST_TAG,
+    LIVE,
+    NO_ITEM_KEY,
+    UNEXPIRED,
+    FilterKey,
+    _where,
+    live_test,
+)
+
+__all__ = [
+    "ALL_VECTORS",
+    "EXPORT_PAGE",
+    "FILL_BY_ID",
+    "FILL_ONE",
+    "IDS_BY_PK",
+    "IMPORT_TARGET",
+    "LIVE_IDS_BY_PK",
+    "LIVE_ROWS_BY_PK",
+    "PENDING_COUNT",
+    "PENDING_PAGE",
+    "ROWS_BY_PK",
+    "STORED_BY_HASH",
+    "UPSERT_BY_ID",
+    "UPSERT_BY_PK",
+    "VERSION",
+    "WITHOUT_VECTORS",
+    "candidates_sql",
+    "count_without_vectors",
+]
+
+_SET = (
+    " ON CONFLICT(fact_pk) DO UPDATE SET model = excluded.model, dim = excluded.dim,"
+    " content_hash = excluded.content_hash, vector = excluded.vector"
+)
+
+#: A fact's vector, written in the fact's own transaction right after its upsert.
+UPSERT_BY_ID = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " SELECT pk, :model, :dim, :hash, :vector FROM facts WHERE id = :id" + _SET
+)
+
+#: embed_pending's write: only if the content is still the one that was embedded.
+FILL_ONE = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " SELECT pk, :model, :dim, :hash, :vector FROM facts WHERE pk = :pk AND content = :content"
+    + _SET
+)
+
+#: The vector of a fact written inside atomic(), computed after the block committed: only
+#: if the fact still holds the content that was embedded.
+FILL_BY_ID = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " SELECT pk, :model, :dim, :hash, :vector FROM facts WHERE id = :id AND content = :content"
+    + _SET
+)
+
+#: Vectors already stored for these texts (the embedding cache), by content hash.
+STORED_BY_HASH = (
+    "SELECT content_hash, vector FROM fact_vectors"
+    " WHERE content_hash IN (SELECT value FROM json_each(:hashes)) AND model = :model"
+    " GROUP BY content_hash"
+)
+
+_MISSING = (
+    "NOT EXISTS (SELECT 1 FROM fact_vectors AS v WHERE v.fact_pk = f.pk"
+    " AND v.model IS coalesce(:model, v.model))"
+)
+
+#: Live facts without a vector of the store's model (of any model when :model is NULL).
+# Superseded facts are embedded too: a search `as_of` a past time ranks them.
+WITHOUT_VECTORS = f"SELECT count(*) FROM facts AS f WHERE {UNEXPIRED} AND {_MISSING}"
+PENDING_COUNT = WITHOUT_VECTORS
+PENDING_PAGE = (
+    f"SELECT f.pk, f.content FROM facts AS f WHERE f.pk > :after AND {UNEXPIRED} AND {_MISSING}"
+    " ORDER BY f.pk LIMIT :limit"
+)
+
+#: The full rows of the ranked facts.
+ROWS_BY_PK = (
+    f"SELECT f.pk, {_COLUMNS} FROM facts AS f WHERE f.pk IN (SELECT value FROM json_each(:pks))"
+)
+
+#: A hybrid leg's ranked facts: (pk, id) only, fused on ids before any full row is read.
+IDS_BY_PK = "SELECT f.pk, f.id FROM facts AS f WHERE f.pk IN (SELECT value FROM json_each(:pks))"
+
+#: The change counter of fact_vectors (migration 0006): the in-memory matrix is current
+#: while it has not moved.
+VERSION = "SELECT changes FROM fact_vectors_version WHERE id = 1"
+
+#: Every vector of a model and dimension, for the in-memory matrix of unfiltered searches.
+ALL_VECTORS = (
+    "SELECT fact_pk, vector FROM fact_vectors WHERE model = :model AND dim = :dim ORDER BY fact_pk"
+)
+
+#: The full rows of ranked candidates that are still live.
+LIVE_ROWS_BY_PK = (
+    f"SELECT f.pk, {_COLUMNS} FROM facts AS f"
+    f" WHERE f.pk IN (SELECT value FROM json_each(:pks)) AND {LIVE}"
+)
+
+LIVE_IDS_BY_PK = (
+    "SELECT f.pk, f.id FROM facts AS f"
+    f" WHERE f.pk IN (SELECT value FROM json_each(:pks)) AND {LIVE}"
+)
+
+
+@cache
+def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> str:
+    """(pk, vector) of the live facts passing the filters with a vector of the query's
+    model and dimension: the rows exact cosine ranks (filters before ranking).
+
+    The filters drive: with tags, the facts holding the rarest wanted tag (one seek into
+    fact_tags), else whatever index the planner picks for them (category, time), and only
+    then each candidate's vector by its key, so a 2% filter reads 2% of the vectors."""
+    where = [
+        "v.model = :model",
+        "v.dim = :dim",
+        *_where(key, item_key),
+        live_test(item_key),
+    ]
+    source = "facts AS f JOIN fact_vectors AS v ON v.fact_pk = f.pk"
+    if key[0]:  # tags: the rarest wanted tag's facts drive
+        source = (
+            "fact_tags AS d CROSS JOIN facts AS f ON f.pk = d.fact_pk"
+            " CROSS JOIN fact_vectors AS v ON v.fact_pk = f.pk"
+        )
+        where.insert(0, _RAREST_TAG)
+    # No ORDER BY: SQLite would sort the vectors themselves; the caller orders by pk.
+    return f"SELECT f.pk, v.vector FROM {source} WHERE " + " AND ".join(where)
+
+
+def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:
+    """Unexpired facts (superseded ones too) without a vector of `model` (of any model when
+    None), for `stats()` and `embed_pending`."""
+    row: Any = conn.execute(WITHOUT_VECTORS, {"now": now_ms(), "model": model}).fetchall()
+    return int(row[0][0])
+
+
+#: Export: the live facts' vectors, a page at a time, in fact order.
+EXPORT_PAGE = (
+    "SELECT v.fact_pk, f.id, v.model, v.dim, v.vector FROM fact_vectors AS v"
+    f" CROSS JOIN facts AS f ON f.pk = v.fact_pk WHERE v.fact_pk > :after AND {UNEXPIRED}"
+    " ORDER BY v.fact_pk LIMIT :limit"
+)
+#: Import: the fact a vector record belongs to, and what is stored for it.
+IMPORT_TARGET = (
+    "SELECT f.pk, f.content, v.model, v.vector FROM facts AS f"
+    " LEFT JOIN fact_vectors AS v ON v.fact_pk = f.pk WHERE f.id = ?"
+)
+UPSERT_BY_PK = (
+    "INSERT INTO fact_vectors(fact_pk, model, dim, content_hash, vector)"
+    " VALUES (:pk, :model, :dim, :hash, :vector)" + _SET
+)

@@ -1,0 +1,2 @@
+"""Export to and import from the JSON Lines format, one module per kind of
+record."""
