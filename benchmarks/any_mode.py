@@ -44,7 +44,7 @@ from typing import Any
 
 import apsw
 
-from sqlmem.sqlite.fts_any import varint as _varint
+from sqlmem.sqlite.stores.fts_any import varint as _varint
 
 __all__ = ["AndThenOr", "PrunedOr", "RescoreAny", "SplitAny", "agreement", "averages"]
 

@@ -3,7 +3,7 @@
 W8 builds `build_memory_pack` over the W3 corpus spread over three layers (sqlmem side)
 and compares its p50 with one raw apsw "any"-style OR query over the same facts (raw's W3
 database): the pack scores every match of the query once and reads the best ones' rows
-until each layer has its 4 * top_k candidates (`sqlmem.sqlite.pack_search`), then scores,
+until each layer has its 4 * top_k candidates (`sqlmem.sqlite.stores.pack_search`), then scores,
 picks and renders in Python; the raw side reads 10 rows. Target: p50 at most 3x.
 Measured (session 6, 2 shared cores, 3 runs): 1.71x, 1.89x, 1.89x (pack 1.5-1.9 ms, raw
 0.8-1.1 ms; 1.9x-3.4x while the machine's load average was 7-12); the same run of the

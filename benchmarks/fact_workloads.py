@@ -17,7 +17,7 @@ import apsw
 import sqlmem
 from sqlmem.rules.encoding import dumps_json
 from sqlmem.rules.filters import prepare_fact
-from sqlmem.sqlite.facts_sql import upsert_sql
+from sqlmem.sqlite.stores.facts_sql import upsert_sql
 
 from .any_mode import AndThenOr, PrunedOr, RescoreAny, SplitAny, agreement
 from .context import Context

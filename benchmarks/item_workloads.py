@@ -5,7 +5,7 @@ Targets (issue 15): remember of a new fact costs at most 1.3x `index` of a new f
 of a duplicate (a fingerprint match: the merge) at most 1.5x. The raw side is the same
 work with no library layer: one `BEGIN IMMEDIATE` transaction holding the id check, the
 fingerprint lookup and the insert or merge update, the very statements of
-`sqlmem.sqlite.facts_sql`, on a file of the same schema (made by sqlmem, written by
+`sqlmem.sqlite.stores.facts_sql`, on a file of the same schema (made by sqlmem, written by
 apsw), fingerprints from hashlib over the same normalisation.
 
 Each round alternates the variants (`throughput_rounds`), each on facts of its own (the
@@ -23,7 +23,7 @@ import apsw
 import sqlmem
 from sqlmem.rules.identity import fingerprint
 from sqlmem.search.query import segment
-from sqlmem.sqlite import facts_sql
+from sqlmem.sqlite.stores import facts_sql
 
 from .context import Context
 from .data import FactRow

@@ -12,7 +12,7 @@ import apsw
 
 import sqlmem
 from sqlmem.factory import MemoryFactory
-from sqlmem.sqlite.migrations import load_migrations
+from sqlmem.sqlite.core.migrations import load_migrations
 
 from .context import Context
 from .fact_workloads import fact_dbs

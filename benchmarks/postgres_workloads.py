@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlmem
-from sqlmem.memory.facts import InMemoryFactStore
+from sqlmem.inmemory.facts import InMemoryFactStore
 
 from .any_mode import agreement
 from .context import SIZES, Context

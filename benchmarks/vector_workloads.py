@@ -22,7 +22,7 @@ runs the three alone and prints them.
   interleaved sessions (100,000 in the full run): a 50-message session and a session of
   a fifth of the file, each against the same search in a file holding only that session
   (SPEC 5 0.2: "about what the same search would cost if that session were alone").
-  Reported, no limit yet: the plan (`sqlmem.sqlite.history_search`) brought the small
+  Reported, no limit yet: the plan (`sqlmem.sqlite.stores.history_search`) brought the small
   session from 66-85x to ~2.5-3.7x; the large one still takes the exact statement (5-9x).
 
 The vectors are random unit vectors from a lookup embedder (the query's "model" is a
@@ -46,7 +46,7 @@ import numpy.typing as npt
 
 import sqlmem
 from sqlmem import Message
-from sqlmem.sqlite import writer as sqlite_writer
+from sqlmem.sqlite.core import writer as sqlite_writer
 
 from .context import SIZES, Context
 from .data import Corpus
