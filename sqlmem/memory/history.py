@@ -324,7 +324,6 @@ class InMemoryHistoryStore:
             return search_by_meaning(
                 self._config.history_search, query, session_id, top_k, mode, leg,
                 lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
-                lambda session, seq: next(iter(self.around(session, seq, after=0)), None),
             )  # fmt: skip
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:

@@ -4,9 +4,7 @@ with the fact stores' reciprocal rank fusion (`search.vectors.reciprocal_rank_fu
 the fusion constant and the tie rule live in one place for facts and messages alike, and
 then lifts each message by its neighbours in the conversation (`history_neighbours`).
 
-A message is identified across the legs by (session_id, seq), unique in a database. A
-neighbour neither leg found is read by the backend's `fetch` (one message by session and
-seq); without one, only messages the legs found are returned.
+A message is identified across the legs by (session_id, seq), unique in a database.
 """
 
 from __future__ import annotations
@@ -21,13 +19,7 @@ from .checks import check_history_search
 from .history_modes import needs_embedder_error
 from .history_neighbours import MessageKey, rank_with_neighbours
 
-__all__ = [
-    "FetchMessage",
-    "MessageVectorLeg",
-    "fuse_messages",
-    "search_by_meaning",
-    "semantic_messages",
-]
+__all__ = ["MessageVectorLeg", "fuse_messages", "search_by_meaning", "semantic_messages"]
 
 #: LIMIT values are bound as 64-bit ints; anything larger means "all".
 _MAX_LIMIT = 2**62
@@ -43,35 +35,18 @@ class MessageVectorLeg(Protocol):
     def search(self, query: Vector, limit: int, session_id: str | None) -> list[Message]: ...
 
 
-#: One stored message by (session_id, seq), archived included; None when there is none.
-FetchMessage = Callable[[str, int], Message | None]
-
-
 def _key(message: Message) -> MessageKey:
     return (message.session_id or "", message.seq or 0)
 
 
-def fuse_messages(
-    lexical: list[Message],
-    semantic: list[Message],
-    top_k: int,
-    fetch: FetchMessage | None = None,
-) -> list[Message]:
-    """The best `top_k` by fused score lifted by the neighbours' (`history_neighbours`),
-    each message once, `score` the lifted value; a message only BM25 found (no vector yet)
-    takes part through its BM25 rank alone. A neighbour neither leg found is read with
-    `fetch` only when it makes the page (and skipped when it no longer exists)."""
+def fuse_messages(lexical: list[Message], semantic: list[Message], top_k: int) -> list[Message]:
+    """The best `top_k` by fused score lifted by the better neighbour's
+    (`history_neighbours`), each message once, `score` the lifted value; a message only
+    BM25 found (no vector yet) takes part through its BM25 rank alone."""
     by_key = {_key(m): m for m in semantic}
     by_key.update((_key(m), m) for m in lexical)
     ranked = rank_with_neighbours([_key(m) for m in lexical], [_key(m) for m in semantic])
-    page: list[Message] = []
-    for key, score in ranked:
-        if len(page) >= top_k:
-            break
-        message = by_key.get(key) or (fetch(*key) if fetch is not None else None)
-        if message is not None:
-            page.append(message.model_copy(update={"score": score}))
-    return page
+    return [by_key[key].model_copy(update={"score": score}) for key, score in ranked[:top_k]]
 
 
 def semantic_messages(
@@ -80,7 +55,6 @@ def semantic_messages(
     query_vector: Vector | None,
     vector_leg: Callable[[Vector, int], list[Message]],
     lexical_leg: Callable[[int], list[Message]],
-    fetch: FetchMessage | None = None,
 ) -> list[Message]:
     """Modes "vector" and "hybrid": the vector leg (nothing without a usable query vector),
     `max(4 * top_k, 50)` deep for hybrid, fused with the BM25 leg of the same depth and
@@ -89,7 +63,7 @@ def semantic_messages(
     semantic = vector_leg(query_vector, wanted) if query_vector is not None else []
     if mode == "vector":
         return semantic
-    return fuse_messages(lexical_leg(wanted), semantic, limit, fetch)
+    return fuse_messages(lexical_leg(wanted), semantic, limit)
 
 
 def search_by_meaning(
@@ -100,12 +74,10 @@ def search_by_meaning(
     mode: str,
     vectors: MessageVectorLeg | None,
     lexical_leg: Callable[[int], list[Message]],
-    fetch: FetchMessage | None = None,
 ) -> list[Message]:
     """`HistoryStore.search` in modes "vector" and "hybrid", for every backend: the
     arguments checked as in mode "any", refused without an embedder, the query embedded
-    before any read (no lock held), then the two legs fused and lifted by the neighbours
-    (`fetch` reads a neighbour neither leg found)."""
+    before any read (no lock held), then the two legs fused and lifted by the neighbours."""
     limit = check_history_search(enabled, query, session_id, top_k)
     if vectors is None:
         raise needs_embedder_error(f"search mode={mode!r}")
@@ -117,5 +89,4 @@ def search_by_meaning(
         vectors.embedding.query(query),
         lambda vector, wanted: vectors.search(vector, wanted, session_id),
         lexical_leg,
-        fetch,
     )

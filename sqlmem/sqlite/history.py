@@ -415,7 +415,6 @@ class SQLiteHistoryStore:
             return search_by_meaning(
                 self._config.history_search, query, session_id, top_k, mode, self._vectors,
                 lambda wanted: self.search(query, session_id=session_id, top_k=wanted),
-                lambda session, seq: next(iter(self.around(session, seq, after=0)), None),
             )  # fmt: skip
         top_k = check_history_search(self._config.history_search, query, session_id, top_k)
         if top_k <= 0:
