@@ -45,8 +45,8 @@ def fuse_messages(lexical: list[Message], semantic: list[Message], top_k: int) -
     BM25 found (no vector yet) takes part through its BM25 rank alone."""
     by_key = {_key(m): m for m in semantic}
     by_key.update((_key(m), m) for m in lexical)
-    ranked = rank_with_neighbours([_key(m) for m in lexical], [_key(m) for m in semantic])
-    return [by_key[key].model_copy(update={"score": score}) for key, score in ranked[:top_k]]
+    ranked = rank_with_neighbours([_key(m) for m in lexical], [_key(m) for m in semantic], top_k)
+    return [by_key[key].model_copy(update={"score": score}) for key, score in ranked]
 
 
 def semantic_messages(

@@ -28,9 +28,10 @@ mode "any" is BM25 alone. What search returns is still the matching messages.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 
-from ..search.vectors import reciprocal_rank_fusion
+from ..search.vectors import RRF_K
 
 __all__ = ["NEIGHBOUR_SHARE", "MessageKey", "lift_by_neighbours", "rank_with_neighbours"]
 
@@ -53,17 +54,27 @@ def lift_by_neighbours(fused: Mapping[MessageKey, float]) -> dict[MessageKey, fl
 
 
 def rank_with_neighbours(
-    lexical: Sequence[MessageKey], semantic: Sequence[MessageKey]
+    lexical: Sequence[MessageKey], semantic: Sequence[MessageKey], top_k: int
 ) -> list[tuple[MessageKey, float]]:
-    """Every message of the two legs once, best first with its lifted score: the legs
-    fused, each message lifted by its better neighbour. Ties: the better BM25 rank first
-    (absent counts as last), then the better vector rank, as in fact search."""
-    fused = dict(reciprocal_rank_fusion(lexical, semantic, len(lexical) + len(semantic)))
+    """The best `top_k` messages of the two legs, each once, with their lifted scores: the
+    legs fused (`sum 1/(RRF_K + rank)`), each message lifted by its better neighbour.
+    Ties: the better BM25 rank first (absent counts as last), then the better vector
+    rank, as in fact search."""
+    fused: dict[MessageKey, float] = {}
     last = len(lexical) + len(semantic) + 1
-    lexical_rank = {key: rank for rank, key in enumerate(lexical, start=1)}
-    semantic_rank = {key: rank for rank, key in enumerate(semantic, start=1)}
-    ordered = sorted(
-        (-score, lexical_rank.get(key, last), semantic_rank.get(key, last), key)
-        for key, score in lift_by_neighbours(fused).items()
+    lexical_rank: dict[MessageKey, int] = {}
+    semantic_rank: dict[MessageKey, int] = {}
+    for rank, key in enumerate(lexical, start=1):
+        lexical_rank[key] = rank
+        fused[key] = 1.0 / (RRF_K + rank)
+    for rank, key in enumerate(semantic, start=1):
+        semantic_rank[key] = rank
+        fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank)
+    best = heapq.nsmallest(
+        top_k,
+        (
+            (-score, lexical_rank.get(key, last), semantic_rank.get(key, last), key)
+            for key, score in lift_by_neighbours(fused).items()
+        ),
     )
-    return [(key, -negated) for negated, _, _, key in ordered]
+    return [(key, -negated) for negated, _, _, key in best]

@@ -19,12 +19,13 @@ legs = st.lists(keys, max_size=10, unique=True)
 def test_every_message_of_the_legs_is_ranked_once_and_no_other(
     lexical: list[Key], semantic: list[Key]
 ) -> None:
-    ranked = rank_with_neighbours(lexical, semantic)
+    ranked = rank_with_neighbours(lexical, semantic, 100)
     found = [key for key, _ in ranked]
     assert len(found) == len(set(found))
     assert set(found) == set(lexical) | set(semantic)
     scores = [score for _, score in ranked]
     assert scores == sorted(scores, reverse=True)
+    assert rank_with_neighbours(lexical, semantic, 3) == ranked[:3]
 
 
 @given(legs, legs)
@@ -42,14 +43,14 @@ def test_far_apart_messages_keep_the_fusions_order(slots: list[int], swap: bool)
     lexical = [("a", 1 + 2 * slot) for slot in slots]
     semantic = list(reversed(lexical)) if swap else lexical[::2]
     fused = reciprocal_rank_fusion(lexical, semantic, len(lexical))
-    assert rank_with_neighbours(lexical, semantic) == fused
+    assert rank_with_neighbours(lexical, semantic, len(lexical)) == fused
 
 
 def test_the_reply_to_a_first_place_outranks_middling_matches() -> None:
     # seq 1 is first in both legs; its reply, seq 2, is last in the vector leg
     lexical = [("a", 1), ("b", 20), ("b", 30), ("b", 40), ("a", 9)]
     semantic = [("a", 1), ("c", 5), ("c", 7), ("a", 9), ("a", 2)]
-    found = [key for key, _ in rank_with_neighbours(lexical, semantic)]
+    found = [key for key, _ in rank_with_neighbours(lexical, semantic, 10)]
     assert found[:2] == [("a", 1), ("a", 2)]
     assert [key for key, _ in reciprocal_rank_fusion(lexical, semantic, 10)][-1] == ("a", 2)
 
@@ -58,14 +59,14 @@ def test_the_best_of_three_adjacent_matches_stays_first() -> None:
     """Lifting by the better neighbour only: summing both sides would put the middle turn
     of three (ranked 2nd) above the first."""
     semantic = [("a", 1), ("a", 2), ("a", 3)]
-    assert rank_with_neighbours([], semantic)[0][0] == ("a", 1)
+    assert rank_with_neighbours([], semantic, 1)[0][0] == ("a", 1)
 
 
 def test_ties_fall_to_the_bm25_rank_then_the_vector_rank() -> None:
     # each found by one leg at the same rank: equal scores, the BM25 one first
-    ranked = rank_with_neighbours([("a", 10)], [("a", 20)])
+    ranked = rank_with_neighbours([("a", 10)], [("a", 20)], 2)
     assert [key for key, _ in ranked] == [("a", 10), ("a", 20)]
     # the same placings swapped between the legs: equal scores, BM25 decides
-    ranked = rank_with_neighbours([("b", 5), ("a", 5)], [("a", 5), ("b", 5)])
+    ranked = rank_with_neighbours([("b", 5), ("a", 5)], [("a", 5), ("b", 5)], 2)
     assert ranked[0][1] == ranked[1][1]
     assert [key for key, _ in ranked] == [("b", 5), ("a", 5)]
