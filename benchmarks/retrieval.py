@@ -1,5 +1,12 @@
 """Retrieval quality of fact search: BM25 "any", "vector" and "hybrid" (SPEC 17), with the
-offline WordLlama model. `python -m benchmarks.retrieval [--distractors N] [--json]`.
+offline WordLlama model. `python -m benchmarks.retrieval [--distractors N] [--history]
+[--onnx DIR] [--json]`.
+
+`--history` stores the same corpus as conversation history instead (one message per memory,
+in a shuffled order, sessions of `SESSION_LENGTH` messages) and searches it with
+`history.search`: there a message's neighbours are unrelated to it, the case where a ranking
+that lifts a turn by its neighbours (hybrid history search) could only lose. `--onnx DIR`
+uses an `OnnxEmbedder` over that folder instead of WordLlama.
 
 The corpus, written by hand, each fact with two questions a person would ask:
 - 40 "paraphrase" facts about one user, whose questions mostly share no word with the
@@ -25,8 +32,8 @@ appeared almost only in the answers, which made them rare, so BM25 ranked answer
 function words, and no exact-term question had a near-miss. The thirds were fixed before
 measuring and not tuned to a result.
 
-What it does not measure: multi-session conversations (history search has no vectors),
-and speed (benchmarks/vector_workloads.py does).
+What it does not measure: real multi-session conversations (benchmarks/recall.py does,
+on LoCoMo), and speed (benchmarks/vector_workloads.py does).
 """
 
 from __future__ import annotations
@@ -296,14 +303,31 @@ def _entity(rng: random.Random) -> str:
     )
 
 
-def evaluate(distractor_count: int, seed: int = 7) -> dict[str, dict[str, float]]:
-    import sqlmem
+#: Messages per session when the corpus is stored as history (`--history`).
+SESSION_LENGTH = 20
+
+
+def _embedder(onnx_dir: str | None) -> object:
+    if onnx_dir is not None:
+        from sqlmem.embedders import OnnxEmbedder
+
+        return OnnxEmbedder(onnx_dir)
     from sqlmem.embedders import WordLlamaEmbedder
+
+    return WordLlamaEmbedder()
+
+
+def evaluate(
+    distractor_count: int, seed: int = 7, *, history: bool = False, onnx_dir: str | None = None
+) -> dict[str, dict[str, float]]:
+    import sqlmem
 
     rng = random.Random(seed)
     folder = Path(tempfile.mkdtemp(prefix="sqlmem-retrieval-"))
+    if history:
+        return _evaluate_history(distractor_count, rng, folder, _embedder(onnx_dir))
     results: dict[str, dict[str, float]] = {}
-    with sqlmem.open(folder / "memory.db", embedder=WordLlamaEmbedder()) as db:
+    with sqlmem.open(folder / "memory.db", embedder=_embedder(onnx_dir)) as db:
         sets = {"paraphrase": PAIRS, "specific": SPECIFIC}
         db.facts.index_many(
             [
@@ -327,6 +351,45 @@ def evaluate(distractor_count: int, seed: int = 7) -> dict[str, dict[str, float]
     return results
 
 
+def _evaluate_history(
+    distractor_count: int, rng: random.Random, folder: Path, embedder: object
+) -> dict[str, dict[str, float]]:
+    """The corpus as conversation history: every memory one message, answers and
+    distractors shuffled together, cut into sessions of `SESSION_LENGTH` messages."""
+    import sqlmem
+
+    sets = {"paraphrase": PAIRS, "specific": SPECIFIC}
+    texts = [
+        (f"{name}{i}", fact) for name, pairs in sets.items() for i, (fact, _) in enumerate(pairs)
+    ]
+    texts += [("", text) for text in distractors(distractor_count, rng)]
+    rng.shuffle(texts)
+    answer_of: dict[tuple[str, int], str] = {}
+    results: dict[str, dict[str, float]] = {}
+    with sqlmem.open(folder / "memory.db", embedder=embedder) as db:
+        for start in range(0, len(texts), SESSION_LENGTH):
+            session = f"session-{start // SESSION_LENGTH}"
+            chunk = texts[start : start + SESSION_LENGTH]
+            seqs = db.history.append_many(
+                session, [sqlmem.Message(role="user", content=text) for _, text in chunk]
+            )
+            keys = [key for key, _ in chunk]
+            answer_of.update(((session, seq), key) for seq, key in zip(seqs, keys, strict=True))
+        for mode in ("any", "vector", "hybrid"):
+            ranks: dict[str, list[int | None]] = {"paraphrase": [], "specific": []}
+            for name, pairs in sets.items():
+                for i, (_, qs) in enumerate(pairs):
+                    for question in qs:
+                        hits = db.history.search(question, top_k=10, mode=mode)
+                        found = [answer_of[(m.session_id or "", m.seq or 0)] for m in hits]
+                        answer = f"{name}{i}"
+                        ranks[name].append(found.index(answer) + 1 if answer in found else None)
+            ranks["all"] = ranks["paraphrase"] + ranks["specific"]
+            for name, found_ranks in ranks.items():
+                results[f"{mode} ({name})"] = _metrics(found_ranks)
+    return results
+
+
 def _metrics(ranks: list[int | None]) -> dict[str, float]:
     n = len(ranks)
     return {
@@ -340,9 +403,11 @@ def _metrics(ranks: list[int | None]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.retrieval")
     parser.add_argument("--distractors", type=int, default=2000)
+    parser.add_argument("--history", action="store_true", help="search it as history")
+    parser.add_argument("--onnx", metavar="DIR", default=None, help="an OnnxEmbedder folder")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    results = evaluate(args.distractors)
+    results = evaluate(args.distractors, history=args.history, onnx_dir=args.onnx)
     if args.json:
         print(json.dumps(results, indent=2))
         return 0

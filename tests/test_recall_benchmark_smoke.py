@@ -57,3 +57,20 @@ def test_a_cached_file_is_used_without_the_network(tmp_path: Path) -> None:
     cached = tmp_path / "locomo10.json"
     cached.write_text("[]", encoding="utf-8")
     assert recall.fetch_locomo(tmp_path) == cached
+
+
+def test_the_synthetic_benchmark_runs_as_history() -> None:
+    """`python -m benchmarks.retrieval --history`: the same questions over the corpus
+    stored as conversation history, every mode reported."""
+    from benchmarks import retrieval
+
+    results = retrieval.evaluate(30, history=True)
+    assert set(results) == {
+        f"{mode} ({part})"
+        for mode in ("any", "vector", "hybrid")
+        for part in ("paraphrase", "specific", "all")
+    }
+    for metrics in results.values():
+        assert 0.0 <= metrics["recall@1"] <= metrics["recall@5"] <= metrics["recall@10"] <= 1.0
+    # an exact code is found by its words: BM25 alone finds most specifics
+    assert results["any (specific)"]["recall@10"] >= 0.8

@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hybrid_oracle import expected_hybrid
 
 import sqlmem
 from sqlmem import InvalidArgumentError, Message, ToolCall
 from sqlmem.embedders import HashEmbedder, WordLlamaEmbedder
 from sqlmem.protocols import HistoryStore
 from sqlmem.rules.history_modes import vector_text
-from sqlmem.search.vectors import checked_rows, hybrid_leg_size, reciprocal_rank_fusion
+from sqlmem.search.vectors import checked_rows, hybrid_leg_size
 
 
 class CountingEmbedder:
@@ -157,18 +158,38 @@ def test_vector_search_ranks_by_cosine_within_the_session(make: Make) -> None:
     assert history.search("green tea", mode="vector", session_id="nobody") == []
 
 
-def test_hybrid_fuses_the_bm25_and_vector_rankings(make: Make) -> None:
+def test_hybrid_fuses_the_rankings_and_lifts_each_turn_by_its_neighbours(make: Make) -> None:
     history = make(CountingEmbedder()).history
     history.append_many("a", [_user(t) for t in TEXTS * 3])
-    for session in (None, "a"):
-        for top_k in (1, 4):
+    history.append_many("b", [_user("nothing here"), _user("blue tea"), _user("at all")])
+    history.pop("a")  # a gap at the end of "a"
+    for session in (None, "a", "b"):
+        for top_k in (1, 4, 30):
             depth = hybrid_leg_size(top_k)
             lexical = history.search("blue tea", session_id=session, top_k=depth)
             semantic = history.search("blue tea", mode="vector", session_id=session, top_k=depth)
-            want = reciprocal_rank_fusion(_keys(lexical), _keys(semantic), top_k)
+            want = expected_hybrid(_keys(lexical), _keys(semantic), top_k)
             got = history.search("blue tea", mode="hybrid", session_id=session, top_k=top_k)
             assert _keys(got) == [key for key, _ in want]
             assert [m.score for m in got] == pytest.approx([s for _, s in want])
+
+
+def test_the_reply_after_a_matching_turn_is_found_by_hybrid(make: Make) -> None:
+    """The answer is often the turn after the one that matched: hybrid returns it right
+    after the match, though it shares no word with the question."""
+    history = make(CountingEmbedder()).history
+    history.append_many(
+        "chat",
+        [
+            _user("how was the support group?"),
+            _user("yesterday, it was so powerful"),
+            _user("unrelated words"),
+            _user("more filler"),
+        ],
+    )
+    found = _keys(history.search("support group", mode="hybrid", top_k=2))
+    assert found == [("chat", 1), ("chat", 2)]
+    assert ("chat", 2) not in _keys(history.search("support group", top_k=10))
 
 
 def test_archived_messages_are_found_by_meaning_too(make: Make) -> None:

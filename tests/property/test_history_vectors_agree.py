@@ -7,7 +7,8 @@ float rounding); PostgreSQL has no insertion order for messages and ranks equal 
 by (session, seq), so against it the lists agree up to ties. Hybrid: BM25 itself orders
 equal scores differently between backends (as "any" search may), so the fused lists are
 compared as sets at a depth that holds every match, and each backend's hybrid list is
-checked to be the fusion of its own two legs (the contract suite checks the order)."""
+checked to be the fusion of its own two legs, each message lifted by its neighbours
+(`hybrid_oracle`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hybrid_oracle import expected_hybrid
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +24,7 @@ import sqlmem
 from sqlmem import Message, ToolCall
 from sqlmem.embedders import HashEmbedder
 from sqlmem.inmemory.history import InMemoryHistoryStore
-from sqlmem.search.vectors import hybrid_leg_size, reciprocal_rank_fusion
+from sqlmem.search.vectors import hybrid_leg_size
 
 WORDS = ["red", "green", "tea", "apple", "car", "sea", "sky", "blue", "fast", "slow"]
 
@@ -76,9 +78,10 @@ def _fused_from_own_legs(store: Any, query: str, session: str | None, top_k: int
     depth = hybrid_leg_size(top_k)
     lexical = store.search(query, session_id=session, top_k=depth)
     semantic = store.search(query, session_id=session, top_k=depth, mode="vector")
-    want = reciprocal_rank_fusion(_keys(lexical), _keys(semantic), top_k)
+    want = expected_hybrid(_keys(lexical), _keys(semantic), top_k)
     got = store.search(query, session_id=session, top_k=top_k, mode="hybrid")
     assert _keys(got) == [key for key, _ in want]
+    assert [m.score for m in got] == pytest.approx([s for _, s in want])
 
 
 def _compare(first: Any, other: Any, query: str, top_k: int, *, exact: bool, purge: bool) -> None:
