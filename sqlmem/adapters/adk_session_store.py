@@ -15,12 +15,22 @@ from typing import Any
 
 from ..protocols import Database
 from ..records import Message
+from ..sqlite import history_sql
+from ..sqlite.db import MemoryDB
 from . import adk_layout as layout
 
 __all__ = ["EVENT_KEY", "SessionRow", "SessionStore", "StoredEvent"]
 
 #: The metadata key of a history message holding one ADK event's JSON text.
 EVENT_KEY = "adk_event"
+
+#: Every stored message's event JSON (archived ones too), oldest first: the history
+#: store's own statement with one column, the event's text taken out of the metadata by
+#: SQLite, so reading a session builds no messages and decodes no metadata in Python.
+_EVENT_COLUMN = f"m.metadata ->> '$.{EVENT_KEY}'"
+_ALL_EVENTS = history_sql.SELECT_ALL.replace(history_sql.MESSAGE_COLUMNS, _EVENT_COLUMN)
+if _EVENT_COLUMN not in _ALL_EVENTS:  # pragma: no cover
+    raise ImportError("sqlmem.sqlite.history_sql changed its column list")
 
 
 @dataclass
@@ -181,14 +191,23 @@ class SessionStore:
             hid = layout.history_id(app, user, sid)
             if after is None and recent is not None:
                 messages = self.db.history.get_recent(hid, recent, pair_safe=False)
+                stored = [m.metadata.get(EVENT_KEY) for m in messages]
             else:
-                messages = self.db.history.get_all(hid, include_archived=True)
-            events = [m.metadata[EVENT_KEY] for m in messages if EVENT_KEY in m.metadata]
-            every_event = every_event and len(events) == len(messages)
+                stored = self._every_event_text(hid)
+            events = [text for text in stored if isinstance(text, str)]
+            every_event = every_event and len(events) == len(stored)
             if after is not None:
                 events = [e for e in events if json.loads(e)["timestamp"] >= after]
                 events = events[-recent:] if recent is not None else events
         return self._row(record, events, every_event=every_event)
+
+    def _every_event_text(self, hid: str) -> list[Any]:
+        """Each stored message's event JSON (None for a message other code wrote)."""
+        if isinstance(self.db, MemoryDB):
+            with self.db.engine.read() as conn:
+                return [row[0] for row in conn.execute(_ALL_EVENTS, (hid,))]
+        messages = self.db.history.get_all(hid, include_archived=True)
+        return [m.metadata.get(EVENT_KEY) for m in messages]
 
     def list(self, app: str, user: str | None) -> list[SessionRow]:
         """The sessions of an app (of one user), oldest update first, without events."""

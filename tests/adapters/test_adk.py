@@ -207,6 +207,63 @@ def test_names_of_any_text_keep_their_sessions_apart(app: str, user: str, sid: s
     db.close()
 
 
+def test_a_whole_read_keeps_archived_events_and_skips_other_messages(
+    make_db: Callable[[], Any],
+) -> None:
+    """A session read whole returns every event, those sqlmem's own compaction archived
+    too, and leaves out messages other code wrote into its history (on SQLite this read
+    takes the events' JSON straight from the rows)."""
+    from sqlmem.adapters.adk_layout import history_id
+
+    db = make_db()
+
+    async def scenario() -> None:
+        service = SqlmemSessionService(db)
+        session = await service.create_session(app_name="app", user_id="u", session_id="s")
+        events = [text_event(f"event {i}", timestamp=float(i)) for i in range(1, 6)]
+        for event in events:
+            await service.append_event(session, event)
+        hid = history_id("app", "u", "s")
+        assert db.history.compact(hid, keep_last=2) == 3
+        got = await service.get_session(app_name="app", user_id="u", session_id="s")
+        assert got is not None and got.events == events
+        assert got.last_update_time == pytest.approx(5.0)
+        db.history.append(hid, sqlmem.Message(role="assistant", content="a note, no event"))
+        got = await service.get_session(app_name="app", user_id="u", session_id="s")
+        assert got is not None and got.events == events
+        newest = await service.get_session(
+            app_name="app", user_id="u", session_id="s", config=GetSessionConfig(after_timestamp=4)
+        )
+        assert newest is not None and newest.events == events[3:]
+        await service.close()
+
+    run(scenario())
+
+
+def test_memories_are_what_the_events_held_when_added(make_db: Callable[[], Any]) -> None:
+    """The events are read when the call is made: changing them while the write is in
+    flight changes nothing stored."""
+    db = make_db()
+
+    async def scenario() -> None:
+        memory = SqlmemMemoryService(db)
+        session = session_of("app", "u", "s", "green tea in the morning")
+        adding = asyncio.ensure_future(memory.add_session_to_memory(session))
+        await asyncio.sleep(0)  # the call has read the events and handed off its write
+        session.events[0].content.parts[0].text = "espresso"  # type: ignore[union-attr,index]
+        await adding
+        found = await memory.search_memory(app_name="app", user_id="u", query="tea")
+        assert [m.content.parts[0].text for m in found.memories] == [  # type: ignore[union-attr,index]
+            "green tea in the morning"
+        ]
+        assert (
+            await memory.search_memory(app_name="app", user_id="u", query="espresso")
+        ).memories == []
+        await memory.close()
+
+    run(scenario())
+
+
 def session_of(app: str, user: str, sid: str, *texts: str) -> Session:
     events = [
         Event(
