@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from google.adk.memory import _utils
@@ -77,8 +77,13 @@ def _words(event: Event) -> str:
 class _MemoryStore:
     """The synchronous half, run on the service's runner thread."""
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
+    def __init__(self, open_db: Callable[[], Database]) -> None:
+        self._open_db = open_db
+
+    @property
+    def db(self) -> Database:
+        """The database (the service opens a path it was given on first use)."""
+        return self._open_db()
 
     def _scope(self, app: str, user: str, kind: str) -> dict[str, Any]:
         return {"adk_app": app, "adk_user": user, "adk_kind": kind}
@@ -182,10 +187,10 @@ class SqlmemMemoryService(BaseMemoryService):
 
     def __init__(self, db_or_path: AnyDbOrPath) -> None:
         self._backend = AnyBackend(db_or_path, "SqlmemMemoryService")
-        self._store = _MemoryStore(self._backend.db)
+        self._store = _MemoryStore(lambda: self._backend.db)
 
     async def close(self) -> None:
-        self._backend.close()
+        await self._backend.aclose()
 
     async def add_session_to_memory(self, session: Session) -> None:
         app, user, sid = session.app_name, session.user_id, session.id

@@ -10,6 +10,7 @@ events as ADK's JSON text; this module never builds ADK objects.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,8 +60,13 @@ class StoredEvent:
 class SessionStore:
     """ADK sessions over one `Database` (any backend)."""
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
+    def __init__(self, open_db: Callable[[], Database]) -> None:
+        self._open_db = open_db
+
+    @property
+    def db(self) -> Database:
+        """The database (the service opens a path it was given on first use)."""
+        return self._open_db()
 
     # ---- state documents
 

@@ -31,6 +31,7 @@ from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.adk.sessions.session import Session
 from google.genai import types
+from loop_watch import loop_is_watched, watching, where_for
 
 import sqlmem
 from sqlmem.adapters.adk import SqlmemMemoryService, SqlmemSessionService
@@ -406,3 +407,36 @@ def test_of_two_creations_of_one_id_exactly_one_wins(make_db: Callable[[], Any])
         await service.close()
 
     run(scenario())
+
+
+@pytest.fixture(params=["sqlite-path", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    yield from where_for(request.param, request, tmp_path)
+
+
+def test_no_service_call_blocks_the_event_loop(where: Any) -> None:
+    """Every async method of both services under the blocking detector (`loop_watch`),
+    each service built inside the running loop, as an async application builds it."""
+
+    async def scenario() -> None:
+        loop_is_watched(where)
+        sessions = SqlmemSessionService(where("sessions.db"))
+        session = await sessions.create_session(app_name="app", user_id="u", state={"k": 1})
+        await sessions.append_event(session, text_event("green tea", delta={"user:x": 1}))
+        got = await sessions.get_session(app_name="app", user_id="u", session_id=session.id)
+        assert got is not None and len(got.events) == 1
+        listed = await sessions.list_sessions(app_name="app", user_id="u")
+        assert [s.id for s in listed.sessions] == [session.id]
+        assert await sessions.get_user_state(app_name="app", user_id="u") == {"x": 1}
+        memory = SqlmemMemoryService(where("memory.db"))
+        await memory.add_session_to_memory(got)
+        await memory.add_events_to_memory(app_name="app", user_id="u", events=got.events)
+        found = await memory.search_memory(app_name="app", user_id="u", query="tea")
+        assert len(found.memories) >= 1
+        await memory.delete_memory(app_name="app", user_id="u", memory_id=got.events[0].id)
+        await sessions.delete_session(app_name="app", user_id="u", session_id=session.id)
+        await asyncio.to_thread(asyncio.run, sessions.close())
+        await asyncio.to_thread(asyncio.run, memory.close())
+
+    with watching():
+        run(scenario())
