@@ -16,6 +16,7 @@ from typing import Any
 
 from ..protocols import Database
 from ..records import Message
+from ..rules.checks import check_count
 from ..sqlite import history_sql
 from ..sqlite.db import MemoryDB
 from . import adk_layout as layout
@@ -25,12 +26,14 @@ __all__ = ["EVENT_KEY", "SessionRow", "SessionStore", "StoredEvent"]
 #: The metadata key of a history message holding one ADK event's JSON text.
 EVENT_KEY = "adk_event"
 
-#: Every stored message's event JSON (archived ones too), oldest first: the history
-#: store's own statement with one column, the event's text taken out of the metadata by
-#: SQLite, so reading a session builds no messages and decodes no metadata in Python.
+#: Every stored message's event JSON (archived ones too) oldest first, and the latest n
+#: active ones newest first: the history store's own statements with one column, the
+#: event's text taken out of the metadata by SQLite, so reading a session builds no
+#: messages and decodes no metadata in Python.
 _EVENT_COLUMN = f"m.metadata ->> '$.{EVENT_KEY}'"
 _ALL_EVENTS = history_sql.SELECT_ALL.replace(history_sql.MESSAGE_COLUMNS, _EVENT_COLUMN)
-if _EVENT_COLUMN not in _ALL_EVENTS:  # pragma: no cover
+_RECENT_EVENTS = history_sql.SELECT_RECENT.replace(history_sql.MESSAGE_COLUMNS, _EVENT_COLUMN)
+if _EVENT_COLUMN not in _ALL_EVENTS or _EVENT_COLUMN not in _RECENT_EVENTS:  # pragma: no cover
     raise ImportError("sqlmem.sqlite.history_sql changed its column list")
 
 
@@ -196,8 +199,7 @@ class SessionStore:
         if recent != 0:
             hid = layout.history_id(app, user, sid)
             if after is None and recent is not None:
-                messages = self.db.history.get_recent(hid, recent, pair_safe=False)
-                stored = [m.metadata.get(EVENT_KEY) for m in messages]
+                stored = self._recent_event_texts(hid, recent)
             else:
                 stored = self._every_event_text(hid)
             events = [text for text in stored if isinstance(text, str)]
@@ -206,6 +208,19 @@ class SessionStore:
                 events = [e for e in events if json.loads(e)["timestamp"] >= after]
                 events = events[-recent:] if recent is not None else events
         return self._row(record, events, every_event=every_event)
+
+    def _recent_event_texts(self, hid: str, n: int) -> list[Any]:
+        """The latest `n` active messages' event JSON, oldest first (None as above)."""
+        if isinstance(self.db, MemoryDB):
+            n = check_count(n, "num_recent_events")  # capped like every limit
+            if n <= 0:
+                return []
+            with self.db.engine.read() as conn:
+                texts = [row[0] for row in conn.execute(_RECENT_EVENTS, (hid, n))]
+            texts.reverse()
+            return texts
+        messages = self.db.history.get_recent(hid, n, pair_safe=False)
+        return [m.metadata.get(EVENT_KEY) for m in messages]
 
     def _every_event_text(self, hid: str) -> list[Any]:
         """Each stored message's event JSON (None for a message other code wrote)."""
