@@ -34,6 +34,18 @@ R = TypeVar("R")
 AnyDbOrPath = Union[Database, AsyncMemoryDB, str, "os.PathLike[str]"]
 
 
+def _checked_target(given: str | os.PathLike[str]) -> str:
+    """A target of `sqlmem.open` as text; a file path that can never be a database is
+    refused now, without touching the disk (it is opened on first use)."""
+    from ..opening import MEMORY_TARGET, is_postgres_url
+    from ..sqlite.db import check_path
+
+    target = os.fspath(given)
+    if isinstance(target, str) and (target == MEMORY_TARGET or is_postgres_url(target)):
+        return target
+    return check_path(target)
+
+
 class AnyBackend:
     """A database and a runner, closed together (the database only when we opened it)."""
 
@@ -42,7 +54,7 @@ class AnyBackend:
         self._db: Database | None = None
         self._target: str | None = None
         if isinstance(given, (str, os.PathLike)):
-            self._target, self._owns_db = os.fspath(given), True
+            self._target, self._owns_db = _checked_target(given), True
         elif isinstance(given, Database):
             self._db, self._owns_db = given, False
         else:

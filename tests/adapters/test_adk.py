@@ -339,6 +339,11 @@ def test_a_path_is_opened_and_closed_by_the_service(tmp_path: Path) -> None:
 def test_anything_else_is_refused() -> None:
     with pytest.raises(sqlmem.InvalidArgumentError, match="db_or_path"):
         SqlmemSessionService(42)  # type: ignore[arg-type]
+    # A path that can never be a database is refused when the service is built, though
+    # the file itself is opened only on first use.
+    for never_a_file in ("", "file:agent.db"):
+        with pytest.raises(sqlmem.InvalidArgumentError, match="path"):
+            SqlmemMemoryService(never_a_file)
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess[str]:
