@@ -10,17 +10,31 @@ events as ADK's JSON text; this module never builds ADK objects.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocols import Database
 from ..records import Message
+from ..rules.checks import check_limit
+from ..sqlite.stores import history_sql
+from ..sqlite.db import MemoryDB
 from . import adk_layout as layout
 
 __all__ = ["EVENT_KEY", "SessionRow", "SessionStore", "StoredEvent"]
 
 #: The metadata key of a history message holding one ADK event's JSON text.
 EVENT_KEY = "adk_event"
+
+#: Every stored message's event JSON (archived ones too) oldest first, and the latest n
+#: active ones newest first: the history store's own statements with one column, the
+#: event's text taken out of the metadata by SQLite, so reading a session builds no
+#: messages and decodes no metadata in Python.
+_EVENT_COLUMN = f"m.metadata ->> '$.{EVENT_KEY}'"
+_ALL_EVENTS = history_sql.SELECT_ALL.replace(history_sql.MESSAGE_COLUMNS, _EVENT_COLUMN)
+_RECENT_EVENTS = history_sql.SELECT_RECENT.replace(history_sql.MESSAGE_COLUMNS, _EVENT_COLUMN)
+if _EVENT_COLUMN not in _ALL_EVENTS or _EVENT_COLUMN not in _RECENT_EVENTS:  # pragma: no cover
+    raise ImportError("sqlmem.sqlite.stores.history_sql changed its column list")
 
 
 @dataclass
@@ -49,8 +63,13 @@ class StoredEvent:
 class SessionStore:
     """ADK sessions over one `Database` (any backend)."""
 
-    def __init__(self, db: Database) -> None:
-        self.db = db
+    def __init__(self, open_db: Callable[[], Database]) -> None:
+        self._open_db = open_db
+
+    @property
+    def db(self) -> Database:
+        """The database (the service opens a path it was given on first use)."""
+        return self._open_db()
 
     # ---- state documents
 
@@ -180,15 +199,36 @@ class SessionStore:
         if recent != 0:
             hid = layout.history_id(app, user, sid)
             if after is None and recent is not None:
-                messages = self.db.history.get_recent(hid, recent, pair_safe=False)
+                stored = self._recent_event_texts(hid, recent)
             else:
-                messages = self.db.history.get_all(hid, include_archived=True)
-            events = [m.metadata[EVENT_KEY] for m in messages if EVENT_KEY in m.metadata]
-            every_event = every_event and len(events) == len(messages)
+                stored = self._every_event_text(hid)
+            events = [text for text in stored if isinstance(text, str)]
+            every_event = every_event and len(events) == len(stored)
             if after is not None:
                 events = [e for e in events if json.loads(e)["timestamp"] >= after]
                 events = events[-recent:] if recent is not None else events
         return self._row(record, events, every_event=every_event)
+
+    def _recent_event_texts(self, hid: str, n: int) -> list[Any]:
+        """The latest `n` active messages' event JSON, oldest first (None as above)."""
+        if isinstance(self.db, MemoryDB):
+            n = check_limit(n, "num_recent_events")  # capped like every limit
+            if n <= 0:
+                return []
+            with self.db.engine.read() as conn:
+                texts = [row[0] for row in conn.execute(_RECENT_EVENTS, (hid, n))]
+            texts.reverse()
+            return texts
+        messages = self.db.history.get_recent(hid, n, pair_safe=False)
+        return [m.metadata.get(EVENT_KEY) for m in messages]
+
+    def _every_event_text(self, hid: str) -> list[Any]:
+        """Each stored message's event JSON (None for a message other code wrote)."""
+        if isinstance(self.db, MemoryDB):
+            with self.db.engine.read() as conn:
+                return [row[0] for row in conn.execute(_ALL_EVENTS, (hid,))]
+        messages = self.db.history.get_all(hid, include_archived=True)
+        return [m.metadata.get(EVENT_KEY) for m in messages]
 
     def list(self, app: str, user: str | None) -> list[SessionRow]:
         """The sessions of an app (of one user), oldest update first, without events."""

@@ -69,10 +69,10 @@ class SqlmemSessionService(BaseSessionService):
 
     def __init__(self, db_or_path: AnyDbOrPath) -> None:
         self._backend = AnyBackend(db_or_path, "SqlmemSessionService")
-        self._store = SessionStore(self._backend.db)
+        self._store = SessionStore(lambda: self._backend.db)
 
     async def close(self) -> None:
-        self._backend.close()
+        await self._backend.aclose()
 
     def _session(
         self, row: SessionRow, app_state: dict[str, Any], user_state: dict[str, Any]

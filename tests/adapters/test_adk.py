@@ -31,6 +31,7 @@ from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.adk.sessions.session import Session
 from google.genai import types
+from loop_watch import loop_is_watched, watching, where_for
 
 import sqlmem
 from sqlmem.adapters.adk import SqlmemMemoryService, SqlmemSessionService
@@ -207,6 +208,63 @@ def test_names_of_any_text_keep_their_sessions_apart(app: str, user: str, sid: s
     db.close()
 
 
+def test_a_whole_read_keeps_archived_events_and_skips_other_messages(
+    make_db: Callable[[], Any],
+) -> None:
+    """A session read whole returns every event, those sqlmem's own compaction archived
+    too, and leaves out messages other code wrote into its history (on SQLite this read
+    takes the events' JSON straight from the rows)."""
+    from sqlmem.adapters.adk_layout import history_id
+
+    db = make_db()
+
+    async def scenario() -> None:
+        service = SqlmemSessionService(db)
+        session = await service.create_session(app_name="app", user_id="u", session_id="s")
+        events = [text_event(f"event {i}", timestamp=float(i)) for i in range(1, 6)]
+        for event in events:
+            await service.append_event(session, event)
+        hid = history_id("app", "u", "s")
+        assert db.history.compact(hid, keep_last=2) == 3
+        got = await service.get_session(app_name="app", user_id="u", session_id="s")
+        assert got is not None and got.events == events
+        assert got.last_update_time == pytest.approx(5.0)
+        db.history.append(hid, sqlmem.Message(role="assistant", content="a note, no event"))
+        got = await service.get_session(app_name="app", user_id="u", session_id="s")
+        assert got is not None and got.events == events
+        newest = await service.get_session(
+            app_name="app", user_id="u", session_id="s", config=GetSessionConfig(after_timestamp=4)
+        )
+        assert newest is not None and newest.events == events[3:]
+        await service.close()
+
+    run(scenario())
+
+
+def test_memories_are_what_the_events_held_when_added(make_db: Callable[[], Any]) -> None:
+    """The events are read when the call is made: changing them while the write is in
+    flight changes nothing stored."""
+    db = make_db()
+
+    async def scenario() -> None:
+        memory = SqlmemMemoryService(db)
+        session = session_of("app", "u", "s", "green tea in the morning")
+        adding = asyncio.ensure_future(memory.add_session_to_memory(session))
+        await asyncio.sleep(0)  # the call has read the events and handed off its write
+        session.events[0].content.parts[0].text = "espresso"  # type: ignore[union-attr,index]
+        await adding
+        found = await memory.search_memory(app_name="app", user_id="u", query="tea")
+        assert [m.content.parts[0].text for m in found.memories] == [  # type: ignore[union-attr,index]
+            "green tea in the morning"
+        ]
+        assert (
+            await memory.search_memory(app_name="app", user_id="u", query="espresso")
+        ).memories == []
+        await memory.close()
+
+    run(scenario())
+
+
 def session_of(app: str, user: str, sid: str, *texts: str) -> Session:
     events = [
         Event(
@@ -281,6 +339,11 @@ def test_a_path_is_opened_and_closed_by_the_service(tmp_path: Path) -> None:
 def test_anything_else_is_refused() -> None:
     with pytest.raises(sqlmem.InvalidArgumentError, match="db_or_path"):
         SqlmemSessionService(42)  # type: ignore[arg-type]
+    # A path that can never be a database is refused when the service is built, though
+    # the file itself is opened only on first use.
+    for never_a_file in ("", "file:agent.db"):
+        with pytest.raises(sqlmem.InvalidArgumentError, match="path"):
+            SqlmemMemoryService(never_a_file)
 
 
 def _run_python(code: str) -> subprocess.CompletedProcess[str]:
@@ -349,3 +412,36 @@ def test_of_two_creations_of_one_id_exactly_one_wins(make_db: Callable[[], Any])
         await service.close()
 
     run(scenario())
+
+
+@pytest.fixture(params=["sqlite-path", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    yield from where_for(request.param, request, tmp_path)
+
+
+def test_no_service_call_blocks_the_event_loop(where: Any) -> None:
+    """Every async method of both services under the blocking detector (`loop_watch`),
+    each service built inside the running loop, as an async application builds it."""
+
+    async def scenario() -> None:
+        loop_is_watched(where)
+        sessions = SqlmemSessionService(where("sessions.db"))
+        session = await sessions.create_session(app_name="app", user_id="u", state={"k": 1})
+        await sessions.append_event(session, text_event("green tea", delta={"user:x": 1}))
+        got = await sessions.get_session(app_name="app", user_id="u", session_id=session.id)
+        assert got is not None and len(got.events) == 1
+        listed = await sessions.list_sessions(app_name="app", user_id="u")
+        assert [s.id for s in listed.sessions] == [session.id]
+        assert await sessions.get_user_state(app_name="app", user_id="u") == {"x": 1}
+        memory = SqlmemMemoryService(where("memory.db"))
+        await memory.add_session_to_memory(got)
+        await memory.add_events_to_memory(app_name="app", user_id="u", events=got.events)
+        found = await memory.search_memory(app_name="app", user_id="u", query="tea")
+        assert len(found.memories) >= 1
+        await memory.delete_memory(app_name="app", user_id="u", memory_id=got.events[0].id)
+        await sessions.delete_session(app_name="app", user_id="u", session_id=session.id)
+        await asyncio.to_thread(asyncio.run, sessions.close())
+        await asyncio.to_thread(asyncio.run, memory.close())
+
+    with watching():
+        run(scenario())

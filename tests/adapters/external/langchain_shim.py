@@ -7,9 +7,10 @@ suite from the langchain-core sdist (`from langchain_core.chat_history import
 InMemoryChatMessageHistory` becomes `from langchain_shim import ...`).
 
 `InMemoryChatMessageHistory(messages=[...])` gets a fresh file in a temporary folder
-(removed at exit); the given messages are its first ones. Two histories are equal when
-their messages are (the suite compares stores of histories with `==`, as pydantic
-compares LangChain's own).
+(removed at exit), or with `SQLMEM_SHIM_POSTGRES_DSN` set a fresh agent of that
+PostgreSQL database (`shim_backend`); the given messages are its first ones. Two
+histories are equal when their messages are (the suite compares stores of histories
+with `==`, as pydantic compares LangChain's own).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from shim_backend import postgres_agent
 
 from sqlmem.adapters.langchain import SqlmemChatMessageHistory
 
@@ -34,7 +36,11 @@ class InMemoryChatMessageHistory(SqlmemChatMessageHistory):
     def __init__(self, *, messages: Sequence[BaseMessage] | None = None, **_: Any) -> None:
         global _count
         _count += 1
-        super().__init__("session", Path(_scratch) / f"history-{_count}.db")
+        agent = postgres_agent()
+        if agent is not None:
+            atexit.register(agent.close)
+        target = Path(_scratch) / f"history-{_count}.db" if agent is None else agent
+        super().__init__("session", target)
         if messages:
             self.add_messages(messages)
 

@@ -7,32 +7,23 @@ the installed release's sdist (`from langgraph.store.sqlite import SqliteStore` 
 them; `pytest -m frameworks tests/adapters/test_framework_suites.py` in CI.
 
 `from_conn_string(":memory:")` gets a fresh file in a temporary folder, removed on exit;
-with `SQLMEM_SHIM_POSTGRES_DSN` set (a `postgresql://` URL), a fresh agent of that
-PostgreSQL database instead: the same tests then judge the store on PostgreSQL. Result
-(3.1.1, a throwaway PostgreSQL 15): the same 103 of 105 pass, the same two fail.
+with `SQLMEM_SHIM_POSTGRES_DSN` set, an agent of that PostgreSQL database instead (a
+fresh one for `":memory:"`, one per file otherwise; `shim_backend`): the same tests then
+judge the store on PostgreSQL.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-import sqlmem
+from shim_backend import postgres_agent
+
 from sqlmem.adapters.langgraph import AsyncSqlmemStore, SqlmemStore
-
-
-def _postgres_agent() -> Any:
-    """A fresh agent of `SQLMEM_SHIM_POSTGRES_DSN` (None: the variable is not set)."""
-    dsn = os.environ.get("SQLMEM_SHIM_POSTGRES_DSN")
-    if not dsn:
-        return None
-    return sqlmem.open(dsn, agent_id=f"shim-{uuid.uuid4().hex[:12]}")  # a postgresql:// URL
 
 
 class SqliteStore(SqlmemStore):
@@ -40,7 +31,7 @@ class SqliteStore(SqlmemStore):
     @contextmanager
     def from_conn_string(cls, conn_string: str, **kwargs: Any) -> Iterator[SqliteStore]:
         scratch = None
-        agent = _postgres_agent() if conn_string == ":memory:" else None
+        agent = postgres_agent(conn_string)
         if agent is None and conn_string == ":memory:":
             scratch = tempfile.mkdtemp(prefix="sqlmem-store-")
             conn_string = str(Path(scratch) / "memory.db")
@@ -65,7 +56,7 @@ class AsyncSqliteStore(AsyncSqlmemStore):
         cls, conn_string: str, **kwargs: Any
     ) -> AsyncIterator[AsyncSqliteStore]:
         scratch = None
-        agent = _postgres_agent() if conn_string == ":memory:" else None
+        agent = postgres_agent(conn_string)
         if agent is None and conn_string == ":memory:":
             scratch = tempfile.mkdtemp(prefix="sqlmem-store-")
             conn_string = str(Path(scratch) / "memory.db")

@@ -8,7 +8,10 @@ session and compaction tests; `pytest -m frameworks tests/adapters/test_framewor
 in CI.
 
 `SQLiteSession(session_id)` (the SDK's in-memory default) gets a fresh file in a
-temporary folder, removed by `close()`; `session_settings` becomes `limit`.
+temporary folder, removed by `close()`; `session_settings` becomes `limit`. With
+`SQLMEM_SHIM_POSTGRES_DSN` set, the session lives in an agent of that PostgreSQL
+database instead (`shim_backend`): a fresh one for `":memory:"`, one per file path
+otherwise, so sessions given the same file share it as on SQLite.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agents.memory.session_settings import SessionSettings, coerce_session_settings
+from shim_backend import postgres_agent
 
 from sqlmem.adapters.openai_agents import SqlmemSession
 
@@ -39,13 +43,17 @@ class SQLiteSession(SqlmemSession):
             else SessionSettings()
         )
         self._scratch: str | None = None
-        if str(db_path) == ":memory:":
+        self._agent = postgres_agent(db_path)
+        if self._agent is None and str(db_path) == ":memory:":
             self._scratch = tempfile.mkdtemp(prefix="sqlmem-session-")
             db_path = Path(self._scratch) / "memory.db"
-        super().__init__(session_id, db_path, limit=settings.limit)
+        target = db_path if self._agent is None else self._agent
+        super().__init__(session_id, target, limit=settings.limit)
         self.session_settings = settings
 
     def close(self) -> None:
         super().close()
+        if self._agent is not None:
+            self._agent.close()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)

@@ -9,8 +9,9 @@ and run by pytest in a subprocess. Nothing of a suite is committed.
 Exclusions are the tests that probe the framework class's internals (its private
 attributes, its own tables through `sqlite3`, its migrations list, its docstring), never
 behaviour; each names what it probes. `tests/adapters/test_framework_suites.py` runs
-them (`pytest -m frameworks`); `python tests/adapters/external/suites.py [NAME]` runs
-them by hand and prints the counts.
+them (`pytest -m frameworks`) on a SQLite file and on PostgreSQL; `python
+tests/adapters/external/suites.py [NAME]` runs them by hand and prints the counts (on
+PostgreSQL when `SQLMEM_SHIM_POSTGRES_DSN` names a database: `shim_backend.py`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
+#: Read by the shims (`shim_backend.py`): set, their databases are agents of PostgreSQL.
+POSTGRES_VARIABLE = "SQLMEM_SHIM_POSTGRES_DSN"
 
 _POOL = "probes SQLiteSession's private per-thread connection pool"
 _ROWS = "writes corrupt JSON rows into SQLiteSession's own table through its private connection"
@@ -236,8 +239,16 @@ def prepare(suite: Suite, root: Path, work: Path) -> Path:
     return target
 
 
-def run_suite(suite: Suite, cache: Path, work: Path, timeout: float = 600) -> Outcome:
-    """Run the substituted suite; every test's outcome (the excluded ones deselected)."""
+def run_suite(
+    suite: Suite,
+    cache: Path,
+    work: Path,
+    timeout: float = 600,
+    *,
+    postgres_dsn: str | None = None,
+) -> Outcome:
+    """Run the substituted suite; every test's outcome (the excluded ones deselected).
+    `postgres_dsn`: the shims put their databases there (None: SQLite files)."""
     root = prepare(suite, fetch(suite, cache), work)
     report = work / f"{suite.name}.xml"
     deselect = [arg for node in suite.excluded for arg in ("--deselect", node)]
@@ -255,7 +266,7 @@ def run_suite(suite: Suite, cache: Path, work: Path, timeout: float = 600) -> Ou
             *suite.files,
         ],
         cwd=root,
-        env=_env(),
+        env=_env(postgres_dsn),
         timeout=timeout,
         stdout=subprocess.DEVNULL,
         check=False,
@@ -278,7 +289,7 @@ def collect(suite: Suite, root: Path) -> list[str]:
             *suite.files,
         ],
         cwd=root,
-        env=_env(),
+        env=_env(None),
         timeout=600,
         capture_output=True,
         text=True,
@@ -287,8 +298,11 @@ def collect(suite: Suite, root: Path) -> list[str]:
     return [line for line in listing.stdout.splitlines() if "::" in line]
 
 
-def _env() -> dict[str, str]:
+def _env(postgres_dsn: str | None) -> dict[str, str]:
     env = dict(os.environ)
+    env.pop(POSTGRES_VARIABLE, None)
+    if postgres_dsn:
+        env[POSTGRES_VARIABLE] = postgres_dsn
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(HERE), env.get("PYTHONPATH", "")])
     return env
 
@@ -314,14 +328,16 @@ def main(names: list[str]) -> int:
         os.environ.get("SQLMEM_SUITES_CACHE", Path(tempfile.gettempdir()) / "sqlmem-suites")
     )
     failed = 0
+    postgres_dsn = os.environ.get(POSTGRES_VARIABLE)
+    backend = "PostgreSQL" if postgres_dsn else "SQLite"
     for name in names or list(SUITES):
         suite = SUITES[name]
         with tempfile.TemporaryDirectory(prefix="sqlmem-suite-") as work:
-            outcome = run_suite(suite, cache, Path(work))
+            outcome = run_suite(suite, cache, Path(work), postgres_dsn=postgres_dsn)
             listed = collect(suite, prepare(suite, fetch(suite, cache), Path(work) / "listing"))
         left_out = [n for n in listed if n.startswith(tuple(suite.excluded))]
         print(
-            f"{suite.name} {outcome.release}: {outcome.count('passed')} passed of "
+            f"{suite.name} {outcome.release} on {backend}: {outcome.count('passed')} passed of "
             f"{len(listed)} collected, {len(left_out)} excluded ({len(outcome.results)} run)"
         )
         for node, result in sorted(outcome.results.items()):
