@@ -16,9 +16,9 @@ from typing import Any
 
 from ..protocols import Database
 from ..records import Message
-from ..rules.checks import check_limit
-from ..sqlite.stores import history_sql
+from ..rules.filters import check_limit
 from ..sqlite.db import MemoryDB
+from ..sqlite.stores import history_sql
 from . import adk_layout as layout
 
 __all__ = ["EVENT_KEY", "SessionRow", "SessionStore", "StoredEvent"]
