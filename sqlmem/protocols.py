@@ -24,7 +24,6 @@ from .doc_records import (
 )
 from .records import Fact, Message
 from .rules.forget import ForgetReport
-from .rules.resolve import Resolver
 
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
     import numpy as np
@@ -103,6 +102,15 @@ class HistoryStore(Protocol):
 
 
 @runtime_checkable
+@runtime_checkable
+class Resolver(Protocol):
+    """Names the live fact that `fact` supersedes in `store`, or None (what
+    `remember(fact, resolver=...)` takes; the rule applied to its answer is in
+    `sqlmem.rules.resolve`)."""
+
+    def resolve(self, store: FactStore, fact: Fact) -> str | None: ...
+
+
 class FactStore(Protocol):
     """Long-term facts, searched with BM25 and filtered before ranking."""
 

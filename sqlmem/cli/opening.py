@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import StoreConfig
-from ..errors import SqlmemError, translate_errors
+from ..errors import SqlmemError
+from ..sqlite.apsw_errors import translate_errors
 from ..sqlite.connection import check_is_database, connect
 from ..sqlite.db import MemoryDB, resolve_path
 from ..sqlite.migrations import latest_version, read_user_version, refuse_foreign_files

@@ -46,8 +46,9 @@ from pathlib import Path
 import apsw
 
 from ..config import StoreConfig
-from ..errors import SqlmemError, StoreClosedError, translate_errors
+from ..errors import SqlmemError, StoreClosedError
 from ..forksafe import abandon, register
+from .apsw_errors import translate_errors
 from .calls import Reading, Writing
 from .connection import (
     WalCheckpointer,
