@@ -102,7 +102,6 @@ class HistoryStore(Protocol):
 
 
 @runtime_checkable
-@runtime_checkable
 class Resolver(Protocol):
     """Names the live fact that `fact` supersedes in `store`, or None (what
     `remember(fact, resolver=...)` takes; the rule applied to its answer is in
@@ -111,6 +110,7 @@ class Resolver(Protocol):
     def resolve(self, store: FactStore, fact: Fact) -> str | None: ...
 
 
+@runtime_checkable
 class FactStore(Protocol):
     """Long-term facts, searched with BM25 and filtered before ranking."""
 
