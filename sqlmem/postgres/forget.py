@@ -50,6 +50,7 @@ class Database(Protocol):
 
     def atomic(self) -> AbstractContextManager[None]: ...
 
+
 _ARCHIVED = 1  # history_sql.SELECT_SESSION's archived_seq
 
 _SESSION_MESSAGES = "SELECT count(*) FROM messages WHERE agent_id = %s AND session_id = %s"
