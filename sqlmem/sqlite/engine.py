@@ -247,8 +247,10 @@ class Engine:
         """In the child, after `os.fork()`: start afresh, never touching what the parent
         left open (see sqlmem.forksafe); the first call opens new connections."""
         # Not Writer.close()/ReaderPool.close(): not a single call into SQLite, and their
-        # locks may be held by a parent thread that does not exist here.
-        abandon(_connections(self._writer, self._readers))
+        # locks may be held by a parent thread that does not exist here. The apsw module
+        # is kept too: when it is freed at interpreter shutdown it closes every connection
+        # it still knows of, and a child hung there on a mutex of the parent's writer.
+        abandon([*_connections(self._writer, self._readers), apsw])
         self._writer = self._readers = None
         self._checkpointer = None
         self._checkpointing = threading.Lock()
