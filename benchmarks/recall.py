@@ -48,8 +48,8 @@ def fetch_locomo(folder: Path | None = None, *, timeout: float = 30.0) -> Path |
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sqlmem.cli.grammar import embedder_spec
     from sqlmem.cli.output import Output
-    from sqlmem.cli.parser_02 import embedder_spec
     from sqlmem.cli.recall import recall_data, render_table
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.recall", description=__doc__)

@@ -1,18 +1,20 @@
-"""sqlmem's error hierarchy, and the one place where apsw errors become ours.
+"""sqlmem's error hierarchy: what every backend raises and every caller catches.
 
-apsw raises one class per SQLite result code. Callers of sqlmem should never have to
-import apsw to handle a failure, so every call that touches SQLite runs inside
-`translate_errors()`, which re-raises the most specific sqlmem error with the apsw
-exception kept as `__cause__`.
+It knows no backend: the SQLite engine's own errors become these in
+`sqlmem.sqlite.apsw_errors`, the PostgreSQL driver's in `sqlmem.postgres.errors`, so
+importing this module (as `import sqlmem` does) loads neither driver.
+`translate_errors` and `map_apsw_error` are still importable from here, loaded from the
+SQLite side on first use.
 """
 
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator
-from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
-import apsw
+if TYPE_CHECKING:
+    from .sqlite.apsw_errors import map_apsw_error as map_apsw_error
+    from .sqlite.apsw_errors import translate_errors as translate_errors
 
 __all__ = [
     "CommitUnknownError",
@@ -33,7 +35,6 @@ __all__ = [
     "StorageBusyError",
     "StoreClosedError",
     "map_os_error",
-    "translate_errors",
 ]
 
 
@@ -122,49 +123,6 @@ class MissingExtraError(SqlmemError, ImportError):
     optional feature with `except ImportError` keeps working."""
 
 
-def _map(exc: apsw.Error, context: str) -> SqlmemError:
-    """Pick the sqlmem class for one apsw exception."""
-    where = f"{context}: " if context else ""
-    detail = f"{where}{exc}"
-    if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
-        return StorageBusyError(f"{where}database is busy (another writer held it too long)")
-    if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
-        return CorruptDatabaseError(f"{where}not a valid SQLite database or damaged ({exc})")
-    if isinstance(exc, (apsw.ConnectionClosedError, apsw.CursorClosedError)):
-        return StoreClosedError(f"{where}store is closed")
-    if isinstance(exc, apsw.FullError):
-        return SqlmemError(f"{where}disk or database full ({exc})")
-    if isinstance(exc, apsw.CantOpenError):
-        return SqlmemError(f"{where}cannot open database file ({exc})")
-    if isinstance(exc, apsw.ReadOnlyError):
-        return SqlmemError(f"{where}database is read-only ({exc})")
-    if isinstance(exc, apsw.IOError):
-        return SqlmemError(f"{where}I/O error ({exc})")
-    if isinstance(exc, apsw.TooBigError):
-        return InvalidArgumentError(f"{where}value too large for SQLite ({exc})")
-    return SqlmemError(detail)
-
-
-def map_apsw_error(exc: apsw.Error, context: str = "") -> SqlmemError:
-    """The sqlmem error for `exc`, with `exc` as its cause."""
-    mapped = _map(exc, context)
-    mapped.__cause__ = exc
-    return mapped
-
-
-@contextmanager
-def translate_errors(context: str = "") -> Iterator[None]:
-    """Re-raise any apsw error inside the block as a sqlmem error.
-
-    `context` (usually the database path) is prefixed to the message so a user with
-    several databases knows which one failed.
-    """
-    try:
-        yield
-    except apsw.Error as exc:
-        raise map_apsw_error(exc, context) from exc
-
-
 #: OS errors that mean the path itself can never work as given (not a refusal that a
 #: change of permissions, space or time could lift).
 _BAD_PATH_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR, errno.EISDIR})
@@ -183,3 +141,17 @@ def map_os_error(exc: OSError, path: object, what: str) -> SqlmemError:
     mapped = cls(f"{path}: {what} ({reason})")
     mapped.__cause__ = exc
     return mapped
+
+
+#: Names whose home moved to the SQLite backend; reading them here loads that module.
+_SQLITE_NAMES = frozenset({"map_apsw_error", "translate_errors"})
+
+
+def __getattr__(name: str) -> Any:
+    """`translate_errors` and `map_apsw_error` for code that imports them from here: they
+    need apsw, which this module must not load unless SQLite is actually used."""
+    if name in _SQLITE_NAMES:
+        from .sqlite import apsw_errors
+
+        return getattr(apsw_errors, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,6 @@ from .doc_records import (
 )
 from .records import Fact, Message
 from .rules.forget import ForgetReport
-from .rules.resolve import Resolver
 
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
     import numpy as np
@@ -100,6 +99,15 @@ class HistoryStore(Protocol):
     def embed_pending(
         self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None
     ) -> int: ...
+
+
+@runtime_checkable
+class Resolver(Protocol):
+    """Names the live fact that `fact` supersedes in `store`, or None (what
+    `remember(fact, resolver=...)` takes; the rule applied to its answer is in
+    `sqlmem.rules.resolve`)."""
+
+    def resolve(self, store: FactStore, fact: Fact) -> str | None: ...
 
 
 @runtime_checkable

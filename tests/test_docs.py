@@ -79,6 +79,8 @@ def test_page_examples_run_and_print_what_the_page_says(
         params = {k: str(v) for k, v in conninfo_to_dict(request.getfixturevalue("pg_dsn")).items()}
         url = f"postgresql:///{quote(params.pop('dbname', 'postgres'))}?{urlencode(params)}"
         monkeypatch.setenv("SQLMEM_DOCS_POSTGRES_DSN", url)  # sqlmem.open knows a URL
+    # A page that shows a server only where one is configured must not reach the caller's.
+    monkeypatch.delenv("SQLMEM_POSTGRES_URL", raising=False)
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.chdir(tmp_path)
     import tempfile

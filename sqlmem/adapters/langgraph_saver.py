@@ -319,7 +319,7 @@ def _refuse_in_loop(name: str) -> None:
         asyncio.get_running_loop()
     except RuntimeError:  # no loop on this thread: a sync call is fine here
         return
-    from .langgraph import SyncCallInEventLoopError  # here: langgraph.py imports this module
+    from .langgraph_async import SyncCallInEventLoopError
 
     raise SyncCallInEventLoopError(
         f"AsyncSqlmemSaver.{name}: a sync call from inside a running event loop would "

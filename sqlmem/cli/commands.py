@@ -14,10 +14,10 @@ from typing import Any
 from ..sqlite.core.migrations import latest_version
 from ..sqlite.db import MemoryDB, resolve_path
 from ..sqlite.db import open as open_db
+from .grammar import UsageError
 from .memory_commands import load_embedder
 from .opening import CommandError, existing_path, open_existing, schema_version
 from .output import Output, fact_json, human_bytes, message_json, message_line, preview
-from .parser import UsageError
 
 __all__ = ["run_check", "run_history", "run_info", "run_migrate", "run_search"]
 

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-from .parser import _command, _common, _epilog, _Parser, _positive
-
-if TYPE_CHECKING:
-    from .parser import _Commands
+from .grammar import Commands, Parser, command, common, epilog, positive
 
 __all__ = ["add_docs"]
 
@@ -17,8 +13,8 @@ __all__ = ["add_docs"]
 _Action = Callable[..., argparse.ArgumentParser]
 
 
-def add_docs(commands: _Commands) -> None:
-    docs = _command(
+def add_docs(commands: Commands) -> None:
+    docs = command(
         commands,
         "docs",
         "list, show, edit, search and sync the workspace documents (MEMORY.md, notes ...)",
@@ -28,7 +24,7 @@ def add_docs(commands: _Commands) -> None:
         "sqlmem docs memory.db export ./workspace",
     )
     docs.add_argument("path", metavar="PATH", help="a memory.db")
-    actions = docs.add_subparsers(dest="docs_command", metavar="ACTION", parser_class=_Parser)
+    actions = docs.add_subparsers(dest="docs_command", metavar="ACTION", parser_class=Parser)
     actions.required = True
 
     def action(name: str, help_text: str, *examples: str) -> argparse.ArgumentParser:
@@ -36,10 +32,10 @@ def add_docs(commands: _Commands) -> None:
             name,
             help=help_text,
             description=help_text[0].upper() + help_text[1:] + ".",
-            epilog=_epilog(*examples),
+            epilog=epilog(*examples),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        _common(parser)
+        common(parser)
         return parser
 
     _add_reading(action)
@@ -66,7 +62,7 @@ def _add_reading(action: _Action) -> None:
         "sqlmem docs memory.db show MEMORY.md --revision 3 > MEMORY.old.md",
     )
     show.add_argument("file", metavar="FILE", help="the document's path, e.g. MEMORY.md")
-    show.add_argument("--revision", type=_positive, default=None, metavar="N")
+    show.add_argument("--revision", type=positive, default=None, metavar="N")
 
 
 def _add_changing(action: _Action) -> None:
@@ -113,7 +109,7 @@ def _add_revisions(action: _Action) -> None:
         "sqlmem docs memory.db restore MEMORY.md 3",
     )
     restore.add_argument("file", metavar="FILE")
-    restore.add_argument("revision", type=_positive, metavar="N", help="the revision to restore")
+    restore.add_argument("revision", type=positive, metavar="N", help="the revision to restore")
 
 
 def _add_search(action: _Action) -> None:
@@ -124,7 +120,7 @@ def _add_search(action: _Action) -> None:
         "sqlmem docs memory.db search 跑步 --prefix memory/ -k 3",
     )
     search.add_argument("query", metavar="QUERY", help="any text")
-    search.add_argument("-k", "--top-k", type=_positive, default=10, metavar="N")
+    search.add_argument("-k", "--top-k", type=positive, default=10, metavar="N")
     search.add_argument("--prefix", default="", metavar="P", help="only paths starting with P")
 
 

@@ -8,10 +8,9 @@ import sys
 from typing import Any
 
 from ..sqlite.db import open as open_db
+from .grammar import EMBEDDERS, UsageError
 from .opening import CommandError, existing_path, open_existing
 from .output import Output, Progress
-from .parser import UsageError
-from .parser_02 import EMBEDDERS
 
 __all__ = ["load_embedder", "run_embed", "run_maintain", "run_pack", "run_vacuum"]
 

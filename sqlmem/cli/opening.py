@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import StoreConfig
-from ..errors import SqlmemError, translate_errors
+from ..errors import SqlmemError
+from ..sqlite.apsw_errors import translate_errors
 from ..sqlite.core.connection import check_is_database, connect
 from ..sqlite.core.migrations import latest_version, read_user_version, refuse_foreign_files
 from ..sqlite.core.readonly import make_read_only, wal_has_frames

@@ -1,16 +1,25 @@
-"""The argument grammar of `sqlmem`: one subcommand per job, each with an example.
-
-argparse prints a usage block and exits on a bad argument; a script calling `sqlmem` wants
-one line and a status instead, so `_Parser.error` raises `UsageError`, which `main` turns
-into `sqlmem: error: ...` and exit status 2.
-"""
+"""The argument grammar of `sqlmem`: one subcommand per job, each with an example."""
 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn, TypeAlias
 
-from .parser_02 import at_least, embedder_option
+from .docs_parser import add_docs
+from .facts_commands import add_facts_commands, parse_as_of
+from .grammar import (
+    Commands,
+    Parser,
+    UsageError,
+    at_least,
+    command,
+    embedder_option,
+    epilog,
+    existing,
+    positive,
+    progress,
+)
+from .memory_parser import add_memory_commands
+from .recall import add_recall
 
 __all__ = ["UsageError", "build_parser"]
 
@@ -19,60 +28,12 @@ Look inside and maintain sqlmem memory databases (one agent's memory per file).
 Start with 'sqlmem demo', which needs no network and takes a second."""
 
 
-class UsageError(Exception):
-    """The command line itself is wrong (exit status 2)."""
-
-    def __init__(self, message: str, prog: str) -> None:
-        super().__init__(message)
-        self.prog = prog
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message, self.prog)
-
-
-# A string: argparse's subparsers action is generic for type checkers only.
-_Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"
-
-
-_positive = at_least(1)
-
-
-def _epilog(*examples: str) -> str:
-    return "examples:\n" + "\n".join(f"  {e}" for e in examples)
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    # SUPPRESS: a subparser's default would overwrite `sqlmem --json CMD` from the top.
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="print the result as one JSON document (for scripts)",
-    )
-
-
-def _command(
-    commands: _Commands, name: str, help_text: str, *examples: str
-) -> argparse.ArgumentParser:
-    parser = commands.add_parser(
-        name,
-        help=help_text,
-        description=help_text[0].upper() + help_text[1:] + ".",
-        epilog=_epilog(*examples),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _common(parser)
-    return parser
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The whole grammar: the top-level options, then one small function per command."""
-    parser = _Parser(
+    parser = Parser(
         prog="sqlmem",
         description=DESCRIPTION,
-        epilog=_epilog(
+        epilog=epilog(
             "sqlmem demo",
             "sqlmem info sqlmem-demo/agents/demo-agent/memory.db",
             "sqlmem search memory.db \"what's my dog's name?\"",
@@ -81,40 +42,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", default=False, help=argparse.SUPPRESS)
     parser.add_argument("--version", action="store_true", help="print the sqlmem version")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     # The order here is the order `sqlmem --help` lists the commands in.
     for add in (_demo, _info, _check, _migrate, _search, _history, _sessions, _export, _import):
         add(commands)
-    from .docs_parser import add_docs  # the docs command's grammar, in its own module
-    from .parser_02 import add_memory_commands
-
     add_docs(commands)
-    add_memory_commands(commands, _command, _existing, _progress)
-    from .facts_commands import add_facts_commands
-
-    add_facts_commands(commands, _command, _existing)
+    add_memory_commands(commands)
+    add_facts_commands(commands, command, existing)
     _mcp(commands)
-    from .recall import add_recall
-
-    add_recall(commands, _command)
+    add_recall(commands, command)
     _ui(commands)
     return parser
 
 
-def _existing(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("path", metavar="PATH", help="an existing memory.db")
-
-
-def _progress(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--progress",
-        action="store_true",
-        help="report progress on stderr (default: only on a terminal)",
-    )
-
-
-def _demo(commands: _Commands) -> None:
-    demo = _command(
+def _demo(commands: Commands) -> None:
+    demo = command(
         commands,
         "demo",
         "create a demo agent database: a conversation, facts, compaction and searches",
@@ -130,29 +72,29 @@ def _demo(commands: _Commands) -> None:
     )
 
 
-def _info(commands: _Commands) -> None:
-    info = _command(
+def _info(commands: Commands) -> None:
+    info = command(
         commands,
         "info",
         "show counts, sizes and the schema version of a database",
         "sqlmem info memory.db",
         "sqlmem info memory.db --json",
     )
-    _existing(info)
+    existing(info)
 
 
-def _check(commands: _Commands) -> None:
-    check = _command(
+def _check(commands: Commands) -> None:
+    check = command(
         commands,
         "check",
         "verify a database (SQLite integrity check and FTS index check); exit 1 if damaged",
         "sqlmem check memory.db",
     )
-    _existing(check)
+    existing(check)
 
 
-def _migrate(commands: _Commands) -> None:
-    migrate = _command(
+def _migrate(commands: Commands) -> None:
+    migrate = command(
         commands,
         "migrate",
         "create a database or bring it to the latest schema",
@@ -161,8 +103,8 @@ def _migrate(commands: _Commands) -> None:
     migrate.add_argument("path", metavar="PATH", help="a memory.db (created if missing)")
 
 
-def _search(commands: _Commands) -> None:
-    search = _command(
+def _search(commands: Commands) -> None:
+    search = command(
         commands,
         "search",
         "search facts (or, with --history, messages) by relevance",
@@ -174,12 +116,12 @@ def _search(commands: _Commands) -> None:
         "sqlmem search memory.db 'where was I born?' --history --mode vector --embedder wordllama",
         "sqlmem search memory.db 'where does the user live?' --as-of 2024-06-01",
     )
-    _existing(search)
+    existing(search)
     search.add_argument("query", metavar="QUERY", help="any text (FTS5 syntax with --mode raw)")
     search.add_argument(
         "-k",
         "--top-k",
-        type=_positive,
+        type=positive,
         default=10,
         metavar="N",
         help="at most N results (default 10)",
@@ -200,8 +142,6 @@ def _search(commands: _Commands) -> None:
     search.add_argument(
         "--session", metavar="S", default=None, help="with --history: only this session"
     )
-    from .facts_commands import parse_as_of
-
     search.add_argument(
         "--as-of",
         type=parse_as_of,
@@ -211,20 +151,20 @@ def _search(commands: _Commands) -> None:
     )
 
 
-def _history(commands: _Commands) -> None:
-    history = _command(
+def _history(commands: Commands) -> None:
+    history = command(
         commands,
         "history",
         "show a session's messages and summary",
         "sqlmem history memory.db demo:lisbon",
         "sqlmem history memory.db demo:lisbon --all",
     )
-    _existing(history)
+    existing(history)
     history.add_argument("session", metavar="SESSION", help="the session id")
     how_many = history.add_mutually_exclusive_group()
     how_many.add_argument(
         "-n",
-        type=_positive,
+        type=positive,
         default=20,
         metavar="N",
         help="the last N active messages (default 20)",
@@ -234,26 +174,26 @@ def _history(commands: _Commands) -> None:
     )
 
 
-def _sessions(commands: _Commands) -> None:
-    sessions = _command(
+def _sessions(commands: Commands) -> None:
+    sessions = command(
         commands,
         "sessions",
         "list the sessions with their active and archived message counts and last activity",
         "sqlmem sessions memory.db",
         "sqlmem sessions memory.db --json",
     )
-    _existing(sessions)
+    existing(sessions)
 
 
-def _export(commands: _Commands) -> None:
-    export = _command(
+def _export(commands: Commands) -> None:
+    export = command(
         commands,
         "export",
         "write every message, summary and fact as JSON Lines",
         "sqlmem export memory.db -o backup.jsonl",
         "sqlmem export memory.db | head -3",
     )
-    _existing(export)
+    existing(export)
     export.add_argument(
         "-o",
         "--output",
@@ -261,11 +201,11 @@ def _export(commands: _Commands) -> None:
         default="-",
         help="write to FILE (default: standard output)",
     )
-    _progress(export)
+    progress(export)
 
 
-def _import(commands: _Commands) -> None:
-    load = _command(
+def _import(commands: Commands) -> None:
+    load = command(
         commands,
         "import",
         "add the records of an export to a database (idempotent: re-running adds nothing)",
@@ -273,11 +213,11 @@ def _import(commands: _Commands) -> None:
     )
     load.add_argument("path", metavar="PATH", help="a memory.db (created if missing)")
     load.add_argument("file", metavar="FILE", help="a file written by 'sqlmem export'")
-    _progress(load)
+    progress(load)
 
 
-def _mcp(commands: _Commands) -> None:
-    mcp = _command(
+def _mcp(commands: Commands) -> None:
+    mcp = command(
         commands,
         "mcp",
         "serve the memory tools over MCP on stdio (needs the 'mcp' extra)",
@@ -301,8 +241,8 @@ def _mcp(commands: _Commands) -> None:
     )
 
 
-def _ui(commands: _Commands) -> None:
-    ui = _command(
+def _ui(commands: Commands) -> None:
+    ui = command(
         commands,
         "ui",
         "a local web inspector of one agent's memory (needs the 'ui' extra)",

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .parser_02 import embedder_option
+from .grammar import embedder_option
 
 if TYPE_CHECKING:
     from .output import Output

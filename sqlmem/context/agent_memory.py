@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from ..errors import InvalidArgumentError
 from ..protocols import Database
 from ..records import Message
+from ..rules.checks import check_at_least
 from .compactor import message_tokens
 from .consolidate import Consolidator
 from .context_window import BuiltContext, ContextWindow
@@ -47,12 +48,6 @@ __all__ = ["AgentMemory"]
 #: A reply as `after` takes it: the assistant's text, one message, or several in order
 #: (the assistant's tool calls, the tools' results, its final answer).
 Reply = str | Message | Sequence[Message]
-
-
-def _positive(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
 
 
 def refuse_async(db: object, complete: object) -> None:
@@ -100,7 +95,7 @@ class AgentMemory:
             raise InvalidArgumentError("pack must be a PackConfig or None")
         self.db = db
         self.system_prompt = system_prompt
-        self.max_input_tokens = _positive("max_input_tokens", max_input_tokens, 1)
+        self.max_input_tokens = check_at_least(max_input_tokens, "max_input_tokens", 1)
         self.pack = pack if pack is not None else PackConfig()
         self.estimator: Estimator = self.pack.estimator or estimate_tokens
         self.consolidator = Consolidator(

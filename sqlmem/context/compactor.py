@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from ..errors import InvalidArgumentError, SqlmemError
 from ..protocols import HistoryStore
 from ..records import Message
+from ..rules.checks import check_at_least
 from ..rules.window import archive_boundary, last_non_tool
 from .tokens import Estimator, estimate_tokens
 
@@ -87,14 +88,6 @@ def pair_safe_boundary(messages: list[Message], keep_last: int) -> int:
     )
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgumentError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise InvalidArgumentError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
 class Compactor:
     """Compacts a session's history when it grows past a message count or token budget.
 
@@ -114,9 +107,9 @@ class Compactor:
         token_threshold: int | None = None,
         estimator: Estimator | None = None,
     ) -> None:
-        self.threshold = _check_int("threshold", threshold, 1)
-        self.retain_recent = _check_int("retain_recent", retain_recent, 0)
-        self.emergency_retain = _check_int("emergency_retain", emergency_retain, 0)
+        self.threshold = check_at_least(threshold, "threshold", 1)
+        self.retain_recent = check_at_least(retain_recent, "retain_recent", 0)
+        self.emergency_retain = check_at_least(emergency_retain, "emergency_retain", 0)
         if retain_recent >= threshold:
             raise InvalidArgumentError(
                 f"retain_recent ({retain_recent}) must be less than threshold ({threshold}), "
@@ -128,7 +121,7 @@ class Compactor:
                 f"({retain_recent}): an emergency compaction keeps fewer messages"
             )
         if token_threshold is not None:
-            _check_int("token_threshold", token_threshold, 1)
+            check_at_least(token_threshold, "token_threshold", 1)
         if summarizer is not None and not callable(summarizer):
             raise InvalidArgumentError("summarizer must be callable or None")
         if estimator is not None and not callable(estimator):

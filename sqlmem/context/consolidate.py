@@ -33,6 +33,7 @@ from ..errors import InvalidArgumentError, RevisionConflictError, SqlmemError, S
 from ..protocols import Database
 from ..records import Message
 from ..rules.async_guard import refuse_async, refuse_async_model
+from ..rules.checks import check_at_least
 from ..rules.doc_render import DAILY_NOTE
 from .compactor import pair_safe_boundary
 from .llm_json import ask_json, bool_field, format_message, one_line, stamp, text_field
@@ -101,12 +102,6 @@ def _failed(error: str, what: str) -> ConsolidationResult:
     return ConsolidationResult(False, 0, "", False, error)
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidArgumentError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return value
-
-
 class Consolidator:
     """The memory loop: past `memory_window` active messages, the ones before the
     last `keep_last` become a HISTORY.md entry and, maybe, a new MEMORY.md (see the module
@@ -125,8 +120,8 @@ class Consolidator:
         refuse_async_model(complete, "Consolidator", "sqlmem.aio.Consolidator(adb, complete)")
         if not callable(complete):
             raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
-        self.memory_window = _check_int("memory_window", memory_window, 0)
-        self.keep_last = _check_int("keep_last", keep_last, 0)
+        self.memory_window = check_at_least(memory_window, "memory_window", 0)
+        self.keep_last = check_at_least(keep_last, "keep_last", 0)
         if memory_window and keep_last >= memory_window:
             raise InvalidArgumentError(
                 f"keep_last ({keep_last}) must be less than memory_window ({memory_window})"
@@ -143,7 +138,7 @@ class Consolidator:
         archived in the same transaction. This is how a `ContextWindow` past its trigger
         archives: never without the record. The model is asked even when `memory_window`
         is 0, because an archive without an entry is exactly what this call exists to avoid."""
-        keep = self.keep_last if keep_last is None else _check_int("keep_last", keep_last, 0)
+        keep = self.keep_last if keep_last is None else check_at_least(keep_last, "keep_last", 0)
         return self._with_retry(session_id, keep, when_due=False)
 
     def _with_retry(
@@ -247,7 +242,7 @@ def consolidate_daily_notes(
     refuse_async_model(complete, "consolidate_daily_notes", "sqlmem.aio.consolidate_daily_notes")
     if not callable(complete):
         raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
-    _check_int("days", days, 1)
+    check_at_least(days, "days", 1)
     for attempt in range(1, ATTEMPTS + 1):
         try:
             return _consolidate_notes_once(db, complete, days)

@@ -42,6 +42,7 @@ from ..errors import InvalidArgumentError, SqlmemError
 from ..protocols import HistoryStore
 from ..records import Message
 from ..rules.async_guard import refuse_async
+from ..rules.checks import check_at_least
 from ..rules.window import drop_leading_tool_results
 from .compactor import CompactionResult, Compactor, Summarizer, message_tokens, pair_safe_boundary
 from .consolidate import Consolidator
@@ -73,12 +74,6 @@ class BuiltContext:
     over_limit: bool = False
 
 
-def _positive(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{name} must be an int >= 1, got {value!r}")
-    return value
-
-
 class ContextWindow:
     """Builds each turn's prompt within `max_input_tokens` (see the module docstring)."""
 
@@ -95,7 +90,7 @@ class ContextWindow:
         archive_uncovered: bool = False,
     ) -> None:
         refuse_async(history, "ContextWindow", "sqlmem.aio.ContextWindow")
-        self.max_input_tokens = _positive("max_input_tokens", max_input_tokens)
+        self.max_input_tokens = check_at_least(max_input_tokens, "max_input_tokens", 1)
         if (
             isinstance(trigger_ratio, bool)
             or not isinstance(trigger_ratio, (int, float))
@@ -103,7 +98,9 @@ class ContextWindow:
         ):
             raise InvalidArgumentError(f"trigger_ratio must be in (0, 1], got {trigger_ratio!r}")
         self.trigger_ratio = float(trigger_ratio)
-        self.preserve_recent_pairs = _positive("preserve_recent_pairs", preserve_recent_pairs)
+        self.preserve_recent_pairs = check_at_least(
+            preserve_recent_pairs, "preserve_recent_pairs", 1
+        )
         self.history = history
         # The archive and summary logic, failures reported not raised, is Compactor's.
         self._compactor = Compactor(

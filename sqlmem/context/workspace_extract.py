@@ -33,6 +33,7 @@ from typing import Any
 from ..errors import InvalidArgumentError, RevisionConflictError, SqlmemError, StoreClosedError
 from ..protocols import Database
 from ..rules.async_guard import refuse_async, refuse_async_model
+from ..rules.checks import check_at_least
 from ..rules.documents import daily_path
 from ..rules.run_leases import RunLeases, new_token
 from .llm_json import ask_json, bool_field, format_message, text_field
@@ -105,12 +106,6 @@ def _gate(db: Database) -> _Gate:
         return gate
 
 
-def _check_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgumentError(f"{name} must be an int >= 0, got {value!r}")
-    return value
-
-
 class WorkspaceExtractor:
     """Runs the post-conversation extraction on a database (see the module docstring)."""
 
@@ -133,8 +128,8 @@ class WorkspaceExtractor:
         refuse_async_model(complete, "WorkspaceExtractor", form)
         if not callable(complete):
             raise InvalidArgumentError("complete must be callable: complete(prompt) -> str")
-        self.min_messages = _check_int("min_messages", min_messages)
-        self.min_user_chars = _check_int("min_user_chars", min_user_chars)
+        self.min_messages = check_at_least(min_messages, "min_messages", 0)
+        self.min_user_chars = check_at_least(min_user_chars, "min_user_chars", 0)
         if (
             isinstance(cooldown_seconds, bool)
             or not isinstance(cooldown_seconds, (int, float))
@@ -154,8 +149,8 @@ class WorkspaceExtractor:
         if isinstance(skip_sources, str) or not all(isinstance(s, str) for s in skip_sources):
             raise InvalidArgumentError("skip_sources must be a sequence of str")
         self.skip_sources = tuple(skip_sources)
-        self.max_transcript_messages = _check_int(
-            "max_transcript_messages", max_transcript_messages
+        self.max_transcript_messages = check_at_least(
+            max_transcript_messages, "max_transcript_messages", 0
         )
         self.db = db
         self.complete = complete

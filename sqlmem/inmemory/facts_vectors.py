@@ -4,8 +4,9 @@ kept on each stored fact (`FactDoc.vector`), ranked exactly by cosine."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -17,11 +18,18 @@ from ..rules.items import ItemFilters
 from ..search.embedding import Embedding
 from ..search.vectors import Vector, rank_by_cosine
 from ..stores.facts_port import Progress
-
-if TYPE_CHECKING:
-    from .facts import InMemoryFactPort
+from .facts_docs import FactDoc
 
 __all__ = ["InMemoryFactVectors"]
+
+
+class _FactsHeld(Protocol):
+    """What the vectors read of the in-memory fact port that owns them (declared here so
+    the two modules do not import each other)."""
+
+    _docs: dict[str, FactDoc]
+    _lock: threading.RLock
+    _open_block: Callable[[], list[Callable[[], None]] | None]
 
 
 class InMemoryFactVectors:
@@ -29,7 +37,7 @@ class InMemoryFactVectors:
 
     hint = "InMemoryFactStore(embedder=...)"
 
-    def __init__(self, port: InMemoryFactPort, embedding: Embedding | None) -> None:
+    def __init__(self, port: _FactsHeld, embedding: Embedding | None) -> None:
         self._port = port
         self._embedding = embedding
 

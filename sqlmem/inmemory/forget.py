@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 from ..rules.forget import ForgetReport, derived_only_from, parse_source, remaining_refs
 
 if TYPE_CHECKING:
-    from .db import InMemoryDB
+    from .twins import Twins
 
 __all__ = ["forget"]
 
 
-def forget(db: InMemoryDB, source: str) -> ForgetReport:
+def forget(db: Twins, source: str) -> ForgetReport:
     target = parse_source(source)
     messages = documents = revisions = 0
     with db.atomic():

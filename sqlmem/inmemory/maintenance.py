@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..rules.encoding import now_ms
 
 if TYPE_CHECKING:
-    from .db import InMemoryDB
+    from .twins import Twins
 
 __all__ = ["CheckReport", "check", "maintain", "stats"]
 
@@ -32,7 +32,7 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)
 
 
-def stats(db: InMemoryDB) -> dict[str, Any]:
+def stats(db: Twins) -> dict[str, Any]:
     """The counts every backend reports (a twin has no pages, file or schema)."""
     history = db.history
     with db.atomic():  # one consistent view: every writer waits on the shared lock
@@ -57,7 +57,7 @@ def stats(db: InMemoryDB) -> dict[str, Any]:
     }
 
 
-def check(db: InMemoryDB) -> CheckReport:
+def check(db: Twins) -> CheckReport:
     """Each session's messages in strictly increasing sequence, none past the last one
     handed out and the active ones counted as `count()` says; each fact stored under its
     own id."""
@@ -68,7 +68,7 @@ def check(db: InMemoryDB) -> CheckReport:
     return CheckReport(path=PATH, ok=not problems, problems=problems)
 
 
-def maintain(db: InMemoryDB) -> dict[str, Any]:
+def maintain(db: Twins) -> dict[str, Any]:
     """Delete the expired facts; returns what was done, as PostgreSQL's does."""
     return {"expired_facts": db.facts.expire()}
 
@@ -77,14 +77,14 @@ def maintain(db: InMemoryDB) -> dict[str, Any]:
 # methods: what a check compares is how each twin keeps its data.
 
 
-def _facts_without_vectors(db: InMemoryDB) -> int:
+def _facts_without_vectors(db: Twins) -> int:
     """Unexpired facts (superseded ones too: `as_of` searches rank them) with no vector, as
     the other backends count them."""
     now = now_ms()
     return sum(1 for d in db.facts._docs.values() if d.unexpired(now) and d.vector is None)
 
 
-def _session_problems(db: InMemoryDB) -> list[str]:
+def _session_problems(db: Twins) -> list[str]:
     problems = []
     for session_id, session in db.history._sessions.items():
         seqs = [stored.seq for stored in session.messages]
@@ -97,7 +97,7 @@ def _session_problems(db: InMemoryDB) -> list[str]:
     return problems
 
 
-def _fact_problems(db: InMemoryDB) -> list[str]:
+def _fact_problems(db: Twins) -> list[str]:
     return [
         f"fact {key!r} stored under another id ({doc.row.id!r})"
         for key, doc in db.facts._docs.items()

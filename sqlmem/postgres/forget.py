@@ -4,8 +4,9 @@ search corpora stay exact: the stores' own deletes update them."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from json.encoder import encode_basestring
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..rules.encoding import now_ms
 from ..rules.forget import (
@@ -20,9 +21,35 @@ from . import history_sql
 from .codec import decode, encode
 
 if TYPE_CHECKING:
-    from . import PostgresDB
+    from .docs import PostgresDocumentStore
+    from .engine import Engine
+    from .facts import PostgresFactStore
+    from .history import PostgresHistoryStore
 
 __all__ = ["forget"]
+
+
+class Database(Protocol):
+    """What forgetting needs of `PostgresDB`: the agent, its engine, its stores and
+    `atomic()`. Declared here so this module does not import the package that imports it."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def _engine(self) -> Engine: ...
+
+    @property
+    def history(self) -> PostgresHistoryStore: ...
+
+    @property
+    def docs(self) -> PostgresDocumentStore: ...
+
+    @property
+    def facts(self) -> PostgresFactStore: ...
+
+    def atomic(self) -> AbstractContextManager[None]: ...
+
 
 _ARCHIVED = 1  # history_sql.SELECT_SESSION's archived_seq
 
@@ -40,7 +67,7 @@ WHERE agent_id = %(agent)s AND (strpos(refs, %(needle)s) > 0 OR source = %(sessi
 """
 
 
-def forget(db: PostgresDB, source: str) -> ForgetReport:
+def forget(db: Database, source: str) -> ForgetReport:
     target = parse_source(source)
     engine, agent = db._engine, db.agent_id
     messages = documents = revisions = 0

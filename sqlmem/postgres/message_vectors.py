@@ -14,9 +14,9 @@ from typing import Any
 
 from ..errors import SqlmemError
 from ..records import Message
+from ..rules.embedding import Embedding
 from ..rules.history_modes import message_needs_vector, vector_text_ms
 from ..rules.rows import messages_from_rows
-from ..search.embedding import Embedding
 from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
 from . import message_vectors_sql as sql
 from .codec import decode, encode

@@ -15,10 +15,10 @@ from typing import Any
 
 from ..errors import SqlmemError
 from ..records import Fact
+from ..rules.embedding import Embedding
 from ..rules.encoding import now_ms
 from ..rules.filters import FactRow
 from ..rules.rows import facts_from_rows
-from ..search.embedding import Embedding
 from ..search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
 from . import facts_sql
 from . import vectors_sql as sql

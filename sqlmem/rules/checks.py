@@ -22,6 +22,7 @@ from .filters import check_limit
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
     "check_around",
+    "check_at_least",
     "check_history_search",
     "check_message",
     "check_session_id",
@@ -60,6 +61,16 @@ def check_text(value: Any, name: str) -> str:
             f"{name} contains a lone surrogate, which UTF-8 cannot store"
         ) from None
     return value
+
+
+def check_at_least(value: Any, name: str, minimum: int) -> int:
+    """A whole-number setting (a window, a budget, a number of messages) that must be at
+    least `minimum`: the rule of `check_limit` (any integer type, numpy's too, never a
+    bool), plus the bound; the message names the setting."""
+    number = check_limit(value, name)
+    if number < minimum:
+        raise InvalidArgumentError(f"{name} must be >= {minimum}, got {number}")
+    return number
 
 
 def check_around(seq: Any, before: Any, after: Any) -> tuple[int, int, int]:

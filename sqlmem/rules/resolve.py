@@ -1,5 +1,6 @@
-"""Who decides that a fact without a key replaces another: the `Resolver` protocol that
-`remember(fact, resolver=...)` takes, and the rule every store applies to its answer.
+"""Who decides that a fact without a key replaces another: the rule every store applies to
+the answer of the `Resolver` (declared with the protocols) that `remember(fact,
+resolver=...)` takes.
 
 A resolver runs before the write, outside the write lock (it may call a model): it
 returns the id of a live fact the new one supersedes, or None. Whatever goes wrong in it
@@ -10,9 +11,10 @@ make memory lose a fact's currency, never a fact.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from ..errors import InvalidArgumentError
+from ..protocols import Resolver
 from .chains import check_key
 from .filters import is_fact_id
 
@@ -23,13 +25,6 @@ if TYPE_CHECKING:
 __all__ = ["Resolver", "check_history_args", "resolve_supersession"]
 
 _log = logging.getLogger("sqlmem.resolver")
-
-
-@runtime_checkable
-class Resolver(Protocol):
-    """Names the live fact that `fact` supersedes in `store`, or None."""
-
-    def resolve(self, store: FactStore, fact: Fact) -> str | None: ...
 
 
 def resolve_supersession(store: FactStore, resolver: object, fact: Fact) -> str | None:

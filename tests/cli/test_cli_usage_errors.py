@@ -64,3 +64,21 @@ def test_good_values_still_run(capsys: pytest.CaptureFixture[str], path: str) ->
     assert main(["pack", path, "tea", "--budget", "5", "--max-budget", "5"]) == 0
     assert main(["pack", path, "tea", "--budget", "0", "--max-budget", "0"]) == 0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["pack", "{path}", "tea", "--budget", "10", "--max-budget", "5"],
+        ["embed", "{path}", "--batch-size", "0"],
+    ],
+)
+def test_a_usage_error_creates_no_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str]
+) -> None:
+    """The flags are checked before any file is opened (as the troubleshooting page says):
+    a mistyped command names no database into existence."""
+    missing = tmp_path / "memory.db"
+    assert main([a.format(path=missing) for a in argv]) == 2
+    capsys.readouterr()
+    assert sorted(tmp_path.iterdir()) == []

@@ -1,7 +1,8 @@
-"""The FactStore contract (SPEC sections 6 and 7): one suite, both implementations.
+"""The FactStore contract: one suite, every backend.
 
-Every test runs against the SQLite store (a fresh file) and the in-memory twin. The few
-behaviours that only SQLite has (raw FTS5 syntax) are marked and skipped for the twin.
+Every test runs against the SQLite store (a fresh file), the in-memory twin and the
+PostgreSQL store (a fresh agent on the session's server). The one behaviour only SQLite has,
+raw FTS5 syntax, is checked on the others too: they refuse it (`test_raw_mode`).
 """
 
 from __future__ import annotations

@@ -60,8 +60,8 @@ REVIEWED_DYNAMIC = {
         "an AnyQueries field: built once at import by fts_any.any_queries() from module "
         "constants (the FTS table name and the store's column list), no value inside"
     ),
-    ("engine.py", "statement"): (
-        "iterates the module constant _READER_TEMP_TABLES, built at import by "
+    ("file_open.py", "statement"): (
+        "iterates the module constant READER_TEMP_TABLES, built at import by "
         "fts_any.vocabulary_table() from the literal FTS table names"
     ),
     ("fts_any.py", "queries.token_docs"): (

@@ -5,7 +5,7 @@ first search."""
 from __future__ import annotations
 
 import sqlmem
-from sqlmem.sqlite.core import engine
+from sqlmem.sqlite.core import file_open
 from sqlmem.sqlite.stores import facts_sql, history_sql
 from sqlmem.sqlite.stores.fts_names import DOCUMENTS_FTS, FACTS_FTS, FTS_TABLES, MESSAGES_FTS
 
@@ -19,7 +19,7 @@ def test_the_names_are_the_migrated_fts5_tables(db: sqlmem.MemoryDB) -> None:
 
 
 def test_every_reader_has_a_vocabulary_per_fts_table(db: sqlmem.MemoryDB) -> None:
-    assert len(engine._READER_TEMP_TABLES) == len(FTS_TABLES)
+    assert len(file_open.READER_TEMP_TABLES) == len(FTS_TABLES)
     with db._engine.read() as conn:
         for table in FTS_TABLES:
             conn.execute(f"SELECT count(*) FROM temp.{table}_vocab").fetchall()

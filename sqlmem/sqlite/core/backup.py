@@ -12,7 +12,8 @@ from pathlib import Path
 
 import apsw
 
-from ...errors import InvalidArgumentError, map_os_error, translate_errors
+from ...errors import InvalidArgumentError, map_os_error
+from ..apsw_errors import translate_errors
 from .connection import FILE_MODE, ensure_folder, remove_folders
 from .engine import Engine
 

@@ -7,18 +7,31 @@ engine's `_enter`/`_leave` directly.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import apsw
 
-from ...errors import map_apsw_error
+from ..apsw_errors import map_apsw_error
 
 if TYPE_CHECKING:
-    from .engine import Engine
-    from .writer import ReaderPool
+    from .writer import ReaderPool, Writer
 
-__all__ = ["Reading", "Writing"]
+__all__ = ["Gate", "Reading", "Writing"]
+
+
+class Gate(Protocol):
+    """What a call needs of its engine (`Engine` is one): the way in, which waits out a
+    pause and hands over the writer and the reader pool, the way out, and the file's path
+    for error messages. Declared here so this module does not import the engine that
+    imports it."""
+
+    path: Path
+
+    def _enter(self, reading: bool = False) -> tuple[Writer, ReaderPool]: ...
+
+    def _leave(self, reading: bool = False) -> None: ...
 
 
 # Every store call goes through one of these two. They are classes rather than
@@ -30,7 +43,7 @@ __all__ = ["Reading", "Writing"]
 class Writing:
     __slots__ = ("_engine", "_tx")
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Gate) -> None:
         self._engine = engine
 
     def __enter__(self) -> apsw.Connection:
@@ -60,7 +73,7 @@ class Reading:
     __slots__ = ("_conn", "_engine", "_readers")
     _readers: ReaderPool | None  # None: reading on the write connection (see Writer.held_by_me)
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Gate) -> None:
         self._engine = engine
 
     def __enter__(self) -> apsw.Connection:

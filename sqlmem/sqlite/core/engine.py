@@ -1,9 +1,6 @@
 """One open database file: its writer, its readers, and the open/suspend/close life cycle.
 
-Opening order matters for the promises we make about files we do not own: the header is
-read first (a non-database fails before anything is written), then the schema version (a
-newer file is refused untouched), and only then is the journal mode switched and the
-schema migrated.
+Opening order matters for the promises we make about files we do not own (`file_open`).
 
 `suspend()` lets the factory close an idle database's connections to bound open file
 descriptors; the next `read()`/`write()` reopens them, so handles stay valid (a file that
@@ -35,7 +32,6 @@ connections of its own, and the parent's reopen on their next use.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -46,32 +42,15 @@ from pathlib import Path
 import apsw
 
 from ...config import StoreConfig
-from ...errors import SqlmemError, StoreClosedError, translate_errors
+from ...errors import SqlmemError, StoreClosedError
 from ...forksafe import abandon, register
-from ..stores.fts_any import vocabulary_table
-from ..stores.fts_names import DOCUMENTS_FTS, FACTS_FTS, MESSAGES_FTS
+from ..apsw_errors import translate_errors
 from .calls import Reading, Writing
-from .connection import (
-    WalCheckpointer,
-    check_is_database,
-    connect,
-    install_checkpointer,
-    require_fts5,
-    set_wal,
-)
-from .migrations import apply_migrations, read_fts_tokenizer, refuse_foreign_files
-from .readonly import make_read_only, require_latest_schema, wal_has_frames
+from .connection import WalCheckpointer
+from .file_open import close_quietly, open_reader, open_writer
+from .migrations import read_fts_tokenizer
+from .readonly import wal_has_frames
 from .writer import ReaderPool, Writer
-
-#: Created in every reader connection's temp schema before it turns query_only (and in the
-#: writer's, which serves the reads of a thread inside its own write transaction): the
-#: vocabularies mode "any" reads its dfs from (sqlmem.sqlite.stores.fts_any). Nothing goes in
-#: the file.
-_READER_TEMP_TABLES = (
-    vocabulary_table(FACTS_FTS),
-    vocabulary_table(MESSAGES_FTS),
-    vocabulary_table(DOCUMENTS_FTS),
-)
 
 __all__ = ["Engine", "OpenHook"]
 
@@ -151,28 +130,15 @@ class Engine:
         read_only = self.read_only
         if read_only:  # before any connection: its first read may recover a WAL
             self._keep_wal = wal_has_frames(self.path)
-        conn = connect(self.path, self.config, create=create, read_only=read_only)
+        conn, checkpointer = open_writer(
+            self.path,
+            self.config,
+            self.readers_paused,
+            create=create,
+            read_only=read_only,
+            keep_wal=self._keep_wal,
+        )
         try:
-            if read_only:
-                make_read_only(conn, self.path, keep_wal=self._keep_wal)
-            else:
-                checkpointer = install_checkpointer(
-                    conn, self.config, self.readers_paused, defer_passive=True
-                )
-            check_is_database(conn, self.path)
-            refuse_foreign_files(conn, self.path)
-            if not read_only:
-                set_wal(conn, self.path, self.config)
-            require_fts5(conn, self.path)
-            if read_only:
-                require_latest_schema(conn, self.path)
-            else:
-                apply_migrations(conn, self.path, self.config.tokenizer)
-                # A thread inside a write transaction reads on this connection
-                # (Writer.held_by_me), mode "any" included.
-                with translate_errors(str(self.path)):
-                    for statement in _READER_TEMP_TABLES:
-                        conn.execute(statement)
             with translate_errors(str(self.path)):
                 self.tokenizer = read_fts_tokenizer(conn) or self.config.tokenizer
             writer = Writer(conn, self.path, self.config.busy_timeout_ms)
@@ -180,26 +146,16 @@ class Engine:
                 for hook in () if read_only else self._hooks:
                     hook(writer, self.config)
         except BaseException:
-            # The open's own error is what the caller must see: a close that fails too
-            # (an I/O error rolling back) is forced and not reported over it.
-            with contextlib.suppress(apsw.Error):
-                conn.close(True)
+            close_quietly(conn)
             raise
         self._writer = writer
         self._readers = ReaderPool(self._connect_reader, self.path)
-        self._checkpointer = None if read_only else checkpointer
+        self._checkpointer = checkpointer
 
     def _connect_reader(self) -> apsw.Connection:
-        conn = connect(self.path, self.config, read_only=self.read_only)
-        try:
-            with translate_errors(str(self.path)):
-                for statement in _READER_TEMP_TABLES:
-                    conn.execute(statement)
-            make_read_only(conn, self.path, keep_wal=self._keep_wal)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return open_reader(
+            self.path, self.config, read_only=self.read_only, keep_wal=self._keep_wal
+        )
 
     @property
     def closed(self) -> bool:
@@ -291,8 +247,10 @@ class Engine:
         """In the child, after `os.fork()`: start afresh, never touching what the parent
         left open (see sqlmem.forksafe); the first call opens new connections."""
         # Not Writer.close()/ReaderPool.close(): not a single call into SQLite, and their
-        # locks may be held by a parent thread that does not exist here.
-        abandon(_connections(self._writer, self._readers))
+        # locks may be held by a parent thread that does not exist here. The apsw module
+        # is kept too: when it is freed at interpreter shutdown it closes every connection
+        # it still knows of, and a child hung there on a mutex of the parent's writer.
+        abandon([*_connections(self._writer, self._readers), apsw])
         self._writer = self._readers = None
         self._checkpointer = None
         self._checkpointing = threading.Lock()

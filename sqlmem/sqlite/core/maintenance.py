@@ -13,8 +13,9 @@ from typing import Any
 
 import apsw
 
-from ...errors import CorruptDatabaseError, SqlmemError, StorageBusyError, translate_errors
+from ...errors import CorruptDatabaseError, SqlmemError, StorageBusyError
 from ...rules.encoding import now_ms
+from ..apsw_errors import translate_errors
 from ..stores.facts_sql import EXPIRE
 from ..stores.fts_names import FTS_TABLES
 from .backup import copy_into

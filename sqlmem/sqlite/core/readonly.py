@@ -12,7 +12,8 @@ from pathlib import Path
 
 import apsw
 
-from ...errors import MigrationError, translate_errors
+from ...errors import MigrationError
+from ..apsw_errors import translate_errors
 from .migrations import latest_version, read_user_version
 
 __all__ = ["make_read_only", "require_latest_schema", "wal_has_frames"]

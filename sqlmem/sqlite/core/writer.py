@@ -23,7 +23,8 @@ from types import TracebackType
 
 import apsw
 
-from ...errors import SqlmemError, StorageBusyError, StoreClosedError, map_apsw_error
+from ...errors import SqlmemError, StorageBusyError, StoreClosedError
+from ..apsw_errors import map_apsw_error
 
 __all__ = ["ReaderPool", "Transaction", "Writer"]
 

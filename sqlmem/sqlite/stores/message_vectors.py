@@ -18,10 +18,10 @@ import apsw
 
 from ...errors import SqlmemError
 from ...records import Message
+from ...rules.embedding import Embedding
 from ...rules.encoding import dumps_json
 from ...rules.history_modes import message_needs_vector, vector_text_ms
 from ...rules.rows import messages_from_rows
-from ...search.embedding import Embedding
 from ...search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
 from ..core.engine import Engine
 from . import message_vectors_sql as sql
