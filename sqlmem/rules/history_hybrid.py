@@ -21,10 +21,6 @@ from .history_neighbours import MessageKey, rank_with_neighbours
 
 __all__ = ["MessageVectorLeg", "fuse_messages", "search_by_meaning", "semantic_messages"]
 
-#: LIMIT values are bound as 64-bit ints; anything larger means "all".
-_MAX_LIMIT = 2**62
-
-
 class MessageVectorLeg(Protocol):
     """A backend's message vectors: the embedder they come from, and the cosine ranking of
     the messages (of one session when `session_id` is given)."""
@@ -85,7 +81,7 @@ def search_by_meaning(
         return []
     return semantic_messages(
         mode,
-        min(limit, _MAX_LIMIT),
+        limit,  # check_limit clamped it to what SQLite binds
         vectors.embedding.query(query),
         lambda vector, wanted: vectors.search(vector, wanted, session_id),
         lexical_leg,
