@@ -23,14 +23,11 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
-
-import apsw
 
 from ..agent_ids import validate_agent_id
 from ..config import StoreConfig
@@ -38,8 +35,6 @@ from ..errors import (
     InvalidArgumentError,
     SqlmemError,
     StoreClosedError,
-    map_apsw_error,
-    map_os_error,
 )
 from ..protocols import Database, Embedder, FactStore, HistoryStore, is_closed
 from ..rules.embedder import check_embedder
@@ -53,6 +48,7 @@ from .agent_config import (
     absolute_folder,
     check_agents,
 )
+from .agent_files import open_error, refuse_links_below
 
 __all__ = ["MemoryFactory"]
 
@@ -232,13 +228,13 @@ class MemoryFactory:
                         db = self._backend.open(agent_id, slot.config.store)
                     return self._keep_backend_db(agent_id, slot, db)
                 if slot.config.data_dir is None and self._data_dir is not None:
-                    _refuse_links_below(self._data_dir, slot.path)
+                    refuse_links_below(self._data_dir, slot.path)
                 options = {} if self._embedder is None else {"embedder": self._embedder}
                 db = _open_db(slot.path, slot.config.store, **options)
             except BaseException as exc:
                 with self._lock:
                     self._forget(agent_id, slot)
-                error = _open_error(agent_id, slot.path, exc)
+                error = open_error(agent_id, slot.path, exc)
                 if error is exc:
                     raise
                 raise error from exc
@@ -430,45 +426,3 @@ class MemoryFactory:
     def __repr__(self) -> str:
         state = "closed" if self._closed else f"{len(self._slots)} agents"
         return f"<MemoryFactory {str(self._data_dir)!r} {state}>"
-
-
-def _refuse_links_below(data_dir: Path, db_file: Path) -> None:
-    """InvalidArgumentError if a symlink lies between `data_dir` and the agent's files.
-
-    The rule: below the factory's `data_dir`, sqlmem follows no symlink (`agents/`, the
-    agent's folder, `memory.db` and its `-wal`/`-shm`). A link there could put an agent's
-    memory anywhere on disk (files created outside `data_dir`), or give two agents one
-    file (two writers, two memories mixed). `data_dir` itself may be a link, and an agent
-    with a `data_dir` of its own is not checked: both are the user's explicit choice.
-    Checked before anything is created; a link made after the check is not seen.
-    """
-    parts = db_file.relative_to(data_dir).parts
-    folders = [data_dir.joinpath(*parts[:i]) for i in range(1, len(parts))]
-    files = [db_file, Path(f"{db_file}-wal"), Path(f"{db_file}-shm")]
-    for candidate in folders + files:
-        try:
-            info = os.lstat(candidate)
-        except FileNotFoundError:
-            if candidate in folders:
-                return  # nothing below a missing folder exists yet
-            continue
-        except OSError as exc:
-            raise map_os_error(exc, candidate, "cannot use the agent's folder") from exc
-        if stat.S_ISLNK(info.st_mode):
-            raise InvalidArgumentError(
-                f"{candidate} is a symbolic link: an agent's files under the factory's "
-                f"data_dir ({data_dir}) must not go through links (give the agent a data_dir "
-                "of its own to keep its memory elsewhere)"
-            )
-
-
-def _open_error(agent_id: str, path: Path, exc: BaseException) -> BaseException:
-    """The error a failed open raises: sqlmem errors as they are, anything else wrapped."""
-    if isinstance(exc, SqlmemError) or not isinstance(exc, Exception):
-        return exc  # already ours, or KeyboardInterrupt and friends
-    if isinstance(exc, apsw.Error):
-        return map_apsw_error(exc, f"agent {agent_id!r}: {path}")
-    if isinstance(exc, OSError):
-        reason = exc.strerror or str(exc)
-        return SqlmemError(f"agent {agent_id!r}: cannot open {path} ({reason})")
-    return exc
