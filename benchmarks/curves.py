@@ -314,6 +314,13 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         "--postgres", action="store_true", help="writers on a throwaway PostgreSQL server too"
     )
     postgres.add_argument("--postgres-dsn", help="writers on this PostgreSQL database too")
+    parser.add_argument(
+        "--redraw",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="measure nothing: draw the chart from figures kept with --json (merged)",
+    )
     parser.add_argument("--svg", type=Path, default=Path("docs/assets/scaling.svg"))
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--tmp", type=Path, help="where databases are made")
@@ -324,8 +331,24 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def merged(files: list[Path]) -> Curves:
+    """The figures of several runs kept with --json, one chart: a series' points from
+    every file, by size (a later file's point replaces an earlier one at the same size)."""
+    curves: Curves = {}
+    for file in files:
+        for title, series in json.loads(file.read_text(encoding="utf-8")).items():
+            for name, points in series.items():
+                kept = dict(curves.setdefault(title, {}).get(name, []))
+                kept.update((int(x), float(y)) for x, y in points)
+                curves[title][name] = sorted(kept.items())
+    return curves
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
+    if args.redraw:
+        write_svg(args.svg, merged(args.redraw))
+        return 0
     with contextlib.ExitStack() as stack:
         folder = Path(
             stack.enter_context(tempfile.TemporaryDirectory(dir=args.tmp, prefix="sqlmem-curves-"))

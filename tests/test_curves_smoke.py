@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.curves import _built, main
+from benchmarks.curves import _built, main, merged
 
 
 def test_curves_measure_every_size_and_draw(tmp_path: Path) -> None:
@@ -45,3 +45,20 @@ def test_cached_stores_are_built_once_and_never_half(tmp_path: Path) -> None:
     _built(path, lambda p: (builds.append(p), p.write_text("whole")))
     _built(path, lambda p: (builds.append(p), p.write_text("again")))
     assert path.read_text() == "whole" and len(builds) == 1
+
+
+def test_redraw_merges_kept_figures_without_measuring(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    title = "fact search p50 µs (x: facts)"
+    first.write_text(json.dumps({title: {"raw AND": [[10, 5.0], [100, 9.0]]}}), encoding="utf-8")
+    second.write_text(
+        json.dumps({title: {"raw AND": [[1000, 30.0], [100, 8.0]]}, "other": {"s": [[1, 2.0]]}}),
+        encoding="utf-8",
+    )
+    assert merged([first, second]) == {
+        title: {"raw AND": [(10, 5.0), (100, 8.0), (1000, 30.0)]},
+        "other": {"s": [(1, 2.0)]},
+    }
+    svg = tmp_path / "c.svg"
+    assert main(["--redraw", str(first), str(second), "--svg", str(svg)]) == 0
+    assert svg.read_text(encoding="utf-8").count("<polyline") == 2
