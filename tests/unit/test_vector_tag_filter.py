@@ -59,9 +59,9 @@ def test_tag_filtered_vector_search_agrees_with_the_twin(
         db = sqlmem.open(Path(folder) / "m.db", embedder=embedder)
         try:
             db.facts.index_many(facts)
-            for query in ("note about red", "blue number 7"):
-                got = db.facts.search(query, 5, mode="vector", tags=wanted)
-                expected = twin.facts.search(query, 5, mode="vector", tags=wanted)
+            for query, mode in (("note about red", "vector"), ("blue number 7", "hybrid")):
+                got = db.facts.search(query, 5, mode=mode, tags=wanted)
+                expected = twin.facts.search(query, 5, mode=mode, tags=wanted)
                 assert _ids(got) == _ids(expected)
                 assert all(set(wanted) <= set(f.tags) for f in got)
         finally:
