@@ -196,7 +196,13 @@ def _apply_all_to_new_file(
     got there first (the caller then goes on from the version it finds)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if read_user_version(conn) != 0:
+        current = read_user_version(conn)
+        if current > len(plan):  # a newer sqlmem made it meanwhile
+            raise SchemaTooNewError(
+                f"{path}: schema version {current} is newer than this sqlmem knows "
+                f"(latest {len(plan)})"
+            )
+        if current != 0:
             conn.execute("COMMIT")
             return 0
         _refuse_foreign_file(conn, path)

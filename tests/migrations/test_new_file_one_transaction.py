@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +93,33 @@ def test_upgrade_keeps_each_migration_that_succeeded(
     version, _ = _version_and_tables(old)
     assert version == len(plan) - 1
     assert [row[0] for row in _ledger(old)] == list(range(1, len(plan)))
+
+
+def test_a_newer_sqlmem_making_the_file_meanwhile_is_refused(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right after the migrations first read a new file's version (0), another process
+    running a newer sqlmem makes it: the version read again inside the write lock refuses
+    the file as too new, and leaves it as that process made it."""
+    from sqlmem.errors import SchemaTooNewError
+
+    first_read = migrations.read_user_version
+    reads: list[int] = []
+
+    def newer_process_after_first_read(conn: Any) -> int:
+        version = first_read(conn)
+        reads.append(version)
+        if len(reads) == 2:  # the open's look for foreign files, then the migrations' own
+            other = sqlite3.connect(db_path, timeout=10)
+            other.execute("CREATE TABLE from_the_future (x)")
+            other.execute(f"PRAGMA user_version = {latest_version() + 1}")
+            other.commit()
+            other.close()
+        return version
+
+    sqlmem.open(db_path.parent / "warm.db").close()  # plan and folders looked up already
+    monkeypatch.setattr(migrations, "read_user_version", newer_process_after_first_read)
+    with pytest.raises(SchemaTooNewError):
+        sqlmem.open(db_path)
+    assert reads[:2] == [0, 0] and len(reads) == 3
+    assert _version_and_tables(db_path) == (latest_version() + 1, ["from_the_future"])
