@@ -227,8 +227,8 @@ class FactVectors:
         matrix = from_blobs([blob for _, blob in candidates], int(query.shape[0]))
         best = rank_by_cosine(matrix, query, limit)
         pks = [candidates[i][0] for i, _ in best]
-        rows_sql = sql.ROWS_BY_PK if full else sql.IDS_BY_PK
-        rows: list[Any] = conn.execute(rows_sql, {"pks": dumps_json(pks)}).fetchall()
+        wanted = {"pks": dumps_json(pks)}
+        rows: list[Any] = conn.execute(sql.ROWS_BY_PK if full else sql.IDS_BY_PK, wanted).fetchall()
         if len(rows) < len(pks):
             return None
         by_pk = {row[0]: row for row in rows}
