@@ -9,6 +9,8 @@ written by hand like `benchmarks.chart`, with no plotting dependency.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import random
 import resource
@@ -24,18 +26,22 @@ from typing import Any
 import sqlmem
 from sqlmem.embedders.hashing import HashEmbedder
 from sqlmem.factory import MemoryFactory
+from sqlmem.sqlite.core.migrations import latest_version
 
+from .curves_writers import appends_by_writers, postgres_server
 from .raw import SEARCH, SEARCH_MESSAGES, RawFacts, RawHistory, match_expr
 
 __all__ = ["main"]
 
 _WORDS = [f"w{i}" for i in range(5000)]  # a Zipf-like vocabulary: w0 is the most common
-_WEIGHTS = [1 / (i + 1) for i in range(len(_WORDS))]
+# Cumulated once: `choices(weights=...)` sums all 5,000 weights again on every call,
+# which made building a million texts take most of an hour.
+_CUM_WEIGHTS = list(itertools.accumulate(1 / (i + 1) for i in range(len(_WORDS))))
 Curves = dict[str, dict[str, list[tuple[int, float]]]]
 
 
 def _text(rng: random.Random, words: int = 12) -> str:
-    return " ".join(rng.choices(_WORDS, _WEIGHTS, k=words))
+    return " ".join(rng.choices(_WORDS, cum_weights=_CUM_WEIGHTS, k=words))
 
 
 def _p50_us(call: Callable[[], Any], inputs: int = 200) -> float:
@@ -83,21 +89,66 @@ def _history_sides(
     }
 
 
-def fact_search(sizes: list[int], folder: Path) -> dict[str, list[tuple[int, float]]]:
+#: Stores of at least this many rows are built once and kept in the cache folder
+#: (`--cache`): a million facts takes minutes to build, and the same rows serve every run.
+CACHE_FROM = 1_000_000
+
+
+def _built(path: Path, build: Callable[[Path], None]) -> Path:
+    """`path`, built by `build` unless it is there already. Built under another name and
+    renamed when complete, so an interrupted build is never taken for a finished one."""
+    if path.exists():
+        return path
+    partial = path.with_name(path.name + ".partial")
+    for leftover in (partial, Path(f"{partial}-wal"), Path(f"{partial}-shm")):
+        leftover.unlink(missing_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    build(partial)
+    partial.replace(path)
+    return path
+
+
+def _home(size: int, folder: Path, cache: Path | None) -> Path:
+    return cache if cache is not None and size >= CACHE_FROM else folder
+
+
+def _fact_stores(size: int, home: Path) -> tuple[Path, Path]:
+    """sqlmem's and raw's files of `size` facts (the same texts, seeded by the size)."""
+    rng = random.Random(size)
+    texts = [_text(rng) for _ in range(size)]
+
+    def build_sqlmem(path: Path) -> None:
+        with sqlmem.open(path, embedder=HashEmbedder(64)) as db:
+            for start in range(0, size, 1000):
+                chunk = texts[start : start + 1000]
+                db.facts.index_many(
+                    [sqlmem.Fact(id=f"f{start + i}", content=t) for i, t in enumerate(chunk)]
+                )
+
+    def build_raw(path: Path) -> None:
+        raw = RawFacts(path)
+        for start in range(0, size, 1000):
+            chunk = texts[start : start + 1000]
+            raw.index_many([(f"f{start + i}", t, "", "[]", 1, 1) for i, t in enumerate(chunk)])
+        raw.close()
+
+    version = latest_version()
+    return (
+        _built(home / f"facts-{size}-v{version}.db", build_sqlmem),
+        _built(home / f"raw-facts-{size}.db", build_raw),
+    )
+
+
+def fact_search(
+    sizes: list[int], folder: Path, cache: Path | None = None
+) -> dict[str, list[tuple[int, float]]]:
     """p50 µs of a 2-word query, top 10: sqlmem "all" / "any" / hybrid, raw AND / OR."""
     out: dict[str, list[tuple[int, float]]] = {}
     for size in sizes:
-        rng = random.Random(size)
-        texts = [_text(rng) for _ in range(size)]
-        db = sqlmem.open(folder / f"facts-{size}.db", embedder=HashEmbedder(64))
-        raw = RawFacts(folder / f"raw-facts-{size}.db")
-        for start in range(0, size, 1000):
-            chunk = texts[start : start + 1000]
-            db.facts.index_many(
-                [sqlmem.Fact(id=f"f{start + i}", content=t) for i, t in enumerate(chunk)]
-            )
-            raw.index_many([(f"f{start + i}", t, "", "[]", 1, 1) for i, t in enumerate(chunk)])
-        sides = _fact_sides(db, raw, iter(_queries(rng) * 1000))
+        sqlmem_path, raw_path = _fact_stores(size, _home(size, folder, cache))
+        db = sqlmem.open(sqlmem_path, embedder=HashEmbedder(64))
+        raw = RawFacts(raw_path)
+        sides = _fact_sides(db, raw, iter(_queries(random.Random(size)) * 1000))
         for name, call in sides.items():
             out.setdefault(name, []).append((size, _p50_us(call, 100)))
         db.close()
@@ -105,20 +156,42 @@ def fact_search(sizes: list[int], folder: Path) -> dict[str, list[tuple[int, flo
     return out
 
 
-def history(sizes: list[int], folder: Path) -> dict[str, list[tuple[int, float]]]:
+def _history_stores(size: int, home: Path) -> tuple[Path, Path]:
+    """sqlmem's and raw's files of one session of `size` messages (the same texts)."""
+    rng = random.Random(size)
+    texts = [_text(rng) for _ in range(size)]
+
+    def build_sqlmem(path: Path) -> None:
+        with sqlmem.open(path) as db:
+            for start in range(0, size, 1000):
+                chunk = texts[start : start + 1000]
+                db.history.append_many(
+                    "chat:1", [sqlmem.Message(role="user", content=t) for t in chunk]
+                )
+
+    def build_raw(path: Path) -> None:
+        raw = RawHistory(path, fts=True)
+        for start in range(0, size, 1000):
+            raw.append_many("chat:1", [("user", t) for t in texts[start : start + 1000]], 1)
+        raw.close()
+
+    version = latest_version()
+    return (
+        _built(home / f"history-{size}-v{version}.db", build_sqlmem),
+        _built(home / f"raw-history-{size}.db", build_raw),
+    )
+
+
+def history(
+    sizes: list[int], folder: Path, cache: Path | None = None
+) -> dict[str, list[tuple[int, float]]]:
     """p50 µs of get_recent(50) and of a 2-word history search, one session of `size`."""
     out: dict[str, list[tuple[int, float]]] = {}
     for size in sizes:
-        rng = random.Random(size)
-        db = sqlmem.open(folder / f"history-{size}.db")
-        raw = RawHistory(folder / f"raw-history-{size}.db", fts=True)
-        for start in range(0, size, 1000):
-            texts = [_text(rng) for _ in range(min(1000, size - start))]
-            db.history.append_many(
-                "chat:1", [sqlmem.Message(role="user", content=t) for t in texts]
-            )
-            raw.append_many("chat:1", [("user", t) for t in texts], 1)
-        sides = _history_sides(db, raw, iter(_queries(rng) * 1000))
+        sqlmem_path, raw_path = _history_stores(size, _home(size, folder, cache))
+        db = sqlmem.open(sqlmem_path)
+        raw = RawHistory(raw_path, fts=True)
+        sides = _history_sides(db, raw, iter(_queries(random.Random(size)) * 1000))
         for name, call in sides.items():
             out.setdefault(name, []).append((size, _p50_us(call)))
         db.close()
@@ -219,25 +292,82 @@ def _sizes(text: str) -> list[int]:
     return [int(part.replace("_", "")) for part in text.split(",") if part.strip()]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.curves", description=__doc__)
     parser.add_argument(
         "--facts", default="10000,100000", help="fact counts (e.g. 10000,100000,1000000)"
     )
     parser.add_argument("--messages", default="1000,100000", help="messages in one session")
     parser.add_argument("--agents", default="10,1000,10000", help="agents opened through a factory")
+    parser.add_argument("--writers", default="1,2,4,8", help="writer processes on one store")
+    parser.add_argument(
+        "--writer-seconds", type=float, default=3.0, help="how long each writer appends"
+    )
+    parser.add_argument(
+        "--million", action="store_true", help="add 1,000,000 to --facts and --messages"
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "sqlmem-curves-cache",
+        help=f"where stores of {CACHE_FROM:,} rows or more are built once and kept",
+    )
+    postgres = parser.add_mutually_exclusive_group()
+    postgres.add_argument(
+        "--postgres", action="store_true", help="writers on a throwaway PostgreSQL server too"
+    )
+    postgres.add_argument("--postgres-dsn", help="writers on this PostgreSQL database too")
+    parser.add_argument(
+        "--redraw",
+        type=Path,
+        nargs="+",
+        metavar="JSON",
+        help="measure nothing: draw the chart from figures kept with --json (merged)",
+    )
     parser.add_argument("--svg", type=Path, default=Path("docs/assets/scaling.svg"))
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--tmp", type=Path, help="where databases are made")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(dir=args.tmp, prefix="sqlmem-curves-") as name:
-        folder = Path(name)
+    if args.million:
+        args.facts += ",1000000"
+        args.messages += ",1000000"
+    return args
+
+
+def merged(files: list[Path]) -> Curves:
+    """The figures of several runs kept with --json, one chart: a series' points from
+    every file, by size (a later file's point replaces an earlier one at the same size)."""
+    curves: Curves = {}
+    for file in files:
+        for title, series in json.loads(file.read_text(encoding="utf-8")).items():
+            for name, points in series.items():
+                kept = dict(curves.setdefault(title, {}).get(name, []))
+                kept.update((int(x), float(y)) for x, y in points)
+                curves[title][name] = sorted(kept.items())
+    return curves
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    if args.redraw:
+        write_svg(args.svg, merged(args.redraw))
+        return 0
+    with contextlib.ExitStack() as stack:
+        folder = Path(
+            stack.enter_context(tempfile.TemporaryDirectory(dir=args.tmp, prefix="sqlmem-curves-"))
+        )
+        dsn = args.postgres_dsn
+        if args.postgres:
+            dsn = stack.enter_context(postgres_server())
         # Factory first: the RSS it reports is the process's peak so far.
         opened = factory_open(_sizes(args.agents), folder)
         curves: Curves = {
-            "fact search p50 µs (x: facts)": fact_search(_sizes(args.facts), folder),
-            "history p50 µs (x: messages)": history(_sizes(args.messages), folder),
+            "fact search p50 µs (x: facts)": fact_search(_sizes(args.facts), folder, args.cache),
+            "history p50 µs (x: messages)": history(_sizes(args.messages), folder, args.cache),
             "factory open (x: agents)": opened,
+            "appends/s (x: writer processes)": appends_by_writers(
+                _sizes(args.writers), folder, args.writer_seconds, dsn
+            ),
         }
     for title, series in curves.items():
         print(f"## {title}")

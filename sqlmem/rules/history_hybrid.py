@@ -21,6 +21,7 @@ from .history_neighbours import MessageKey, rank_with_neighbours
 
 __all__ = ["MessageVectorLeg", "fuse_messages", "search_by_meaning", "semantic_messages"]
 
+
 class MessageVectorLeg(Protocol):
     """A backend's message vectors: the embedder they come from, and the cosine ranking of
     the messages (of one session when `session_id` is given)."""

@@ -1,12 +1,15 @@
 """Versioned SQL migrations: load, validate, apply.
 
 Files are `migrations/NNNN_slug.sql`. The whole plan is validated before anything runs
-(versions unique and contiguous from 1). Each pending file is applied in its own
-`BEGIN IMMEDIATE` transaction together with its `schema_version` row and
-`PRAGMA user_version`, and the version is re-read inside that transaction, so two
-processes migrating the same new file each see the other's work and every migration runs
-exactly once. An applied file whose text changed is refused (`MigrationChecksumError`);
-a file newer than this code is refused before anything is written (`SchemaTooNewError`).
+(versions unique and contiguous from 1). Each pending file of an existing database is
+applied in its own `BEGIN IMMEDIATE` transaction together with its `schema_version` row
+and `PRAGMA user_version`, and the version is re-read inside that transaction, so two
+processes migrating the same file each see the other's work and every migration runs
+exactly once. A new, empty file gets the whole plan in one such transaction (every file
+still with its own ledger row): creating an agent's file then costs one commit instead of
+one per migration, and the file is either fully made or left empty, never half-migrated.
+An applied file whose text changed is refused (`MigrationChecksumError`); a file newer
+than this code is refused before anything is written (`SchemaTooNewError`).
 """
 
 from __future__ import annotations
@@ -129,6 +132,12 @@ def apply_migrations(conn: apsw.Connection, path: Path, tokenizer: str) -> int:
         current = read_user_version(conn)
         if current:
             _verify_checksums(conn, path, plan[:current])
+        elif plan:
+            ran = _apply_all_to_new_file(conn, path, plan, tokenizer)
+            if ran:
+                return ran
+            current = read_user_version(conn)  # another process made it meanwhile
+            _verify_checksums(conn, path, plan[:current])
         ran = 0
         for migration in plan[current:]:
             ran += _apply_one(conn, path, migration, plan, tokenizer)
@@ -173,6 +182,44 @@ def _apply_one(
         conn.execute(f"PRAGMA user_version = {int(migration.version)}")
         conn.execute("COMMIT")
         return 1
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _apply_all_to_new_file(
+    conn: apsw.Connection, path: Path, plan: tuple[Migration, ...], tokenizer: str
+) -> int:
+    """Every migration of the plan in one write transaction, when the file is still new
+    (version 0 read inside the write lock); returns how many ran, 0 when another process
+    got there first (the caller then goes on from the version it finds)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        current = read_user_version(conn)
+        if current > len(plan):  # a newer sqlmem made it meanwhile
+            raise SchemaTooNewError(
+                f"{path}: schema version {current} is newer than this sqlmem knows "
+                f"(latest {len(plan)})"
+            )
+        if current != 0:
+            conn.execute("COMMIT")
+            return 0
+        _refuse_foreign_file(conn, path)
+        tokenizer = read_fts_tokenizer(conn) or tokenizer  # none yet: the config's
+        if not _TOKENIZER_SPEC.match(tokenizer):
+            raise MigrationError(f"{path}: refusing tokenizer spec {tokenizer!r}")
+        conn.execute(_CREATE_LEDGER)
+        applied_at = now_ms()
+        for migration in plan:
+            conn.execute(migration.sql.replace("{tokenizer}", tokenizer))
+            conn.execute(
+                _INSERT_APPLIED, (migration.version, migration.name, migration.sha256, applied_at)
+            )
+        # PRAGMA cannot take a bound parameter; the version is an int from our own plan.
+        conn.execute(f"PRAGMA user_version = {int(plan[-1].version)}")
+        conn.execute("COMMIT")
+        return len(plan)
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")

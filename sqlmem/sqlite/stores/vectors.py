@@ -10,7 +10,9 @@ An unfiltered search on a store of at least `MATRIX_MIN_ROWS` vectors ranks an i
 copy of them (`_Matrix`: 4 bytes per dimension per fact, e.g. 150 MB for 100,000 facts of
 384 dims), read again whenever `fact_vectors_version` moved (every change to the vectors,
 by this process or another, counts there). A filtered search reads only its candidates'
-vectors from the file: the filters drive (see `vectors_sql.candidates_sql`).
+vectors from the file: the filters drive (see `vectors_sql.candidates_sql`); a filter
+of tags alone, while no stored fact is hidden, reads the tags' vectors without touching
+the facts' rows (`vectors_sql.TAGGED_CANDIDATES`).
 """
 
 from __future__ import annotations
@@ -199,17 +201,36 @@ class FactVectors:
             int(query.shape[0]),
             now_ms(),
         )
-        candidates: list[Any] = conn.execute(
-            sql.candidates_sql(filters.key, item_filters.key), params
-        ).fetchall()
+        if _tags_only(filters, item_filters) and not sql.any_hidden(conn):
+            found = self._ranked_candidates(conn, sql.TAGGED_CANDIDATES, params, query, limit, full)
+            if found is not None:
+                return found
+        statement = sql.candidates_sql(filters.key, item_filters.key)
+        return self._ranked_candidates(conn, statement, params, query, limit, full) or []
+
+    def _ranked_candidates(
+        self,
+        conn: apsw.Connection,
+        statement: str,
+        params: dict[str, Any],
+        query: Vector,
+        limit: int,
+        full: bool,
+    ) -> list[tuple[Any, ...]] | None:
+        """Rank the (pk, vector) rows `statement` selects and read the best ones' rows;
+        None when a ranked pk has no fact (a vector or tag row a client without foreign
+        keys left behind: only the statement that joins facts can rank then)."""
+        candidates: list[Any] = conn.execute(statement, params).fetchall()
         if not candidates:
             return []
         candidates.sort()  # by pk: equal cosines rank by pk, as everywhere
         matrix = from_blobs([blob for _, blob in candidates], int(query.shape[0]))
         best = rank_by_cosine(matrix, query, limit)
         pks = [candidates[i][0] for i, _ in best]
-        statement = sql.ROWS_BY_PK if full else sql.IDS_BY_PK
-        rows: list[Any] = conn.execute(statement, {"pks": dumps_json(pks)}).fetchall()
+        wanted = {"pks": dumps_json(pks)}
+        rows: list[Any] = conn.execute(sql.ROWS_BY_PK if full else sql.IDS_BY_PK, wanted).fetchall()
+        if len(rows) < len(pks):
+            return None
         by_pk = {row[0]: row for row in rows}
         return [(*by_pk[pk], -cosine) for pk, (_, cosine) in zip(pks, best, strict=True)]
 
@@ -250,6 +271,11 @@ class FactVectors:
         fresh = _Matrix(version, dim, [pk for pk, _ in rows], from_blobs([b for _, b in rows], dim))
         self._matrix = fresh if len(rows) >= MATRIX_MIN_ROWS else None
         return fresh
+
+
+def _tags_only(filters: Filters, item_filters: ItemFilters) -> bool:
+    """The filter is a set of tags and nothing else (W10's shape: `tags=[...]`)."""
+    return item_filters.empty and filters.key[0] and not any(filters.key[1:])
 
 
 def _vector_row(model: str, key: str, vector: Vector, **where: Any) -> dict[str, Any]:
