@@ -159,7 +159,7 @@ def test_a_small_purge_is_one_transaction(open_db: OpenDB, monkeypatch: pytest.M
 _CHILD = """
 import os, signal, sys
 import sqlmem
-from sqlmem.sqlite import purge as history
+from sqlmem.sqlite.core import purge as history
 history.PURGE_CHUNK_ROWS = 10
 chunks = 0
 real = history._delete_chunk
