@@ -40,8 +40,9 @@ TIERS: tuple[tuple[frozenset[str], bool], ...] = (
 #: shrinking list: an entry goes when its reason does).
 UPWARD: dict[tuple[str, str], str] = {
     ("sqlmem.errors", "sqlmem.sqlite.apsw_errors"): (
-        "translate_errors and map_apsw_error are still importable from sqlmem.errors (loaded "
-        "on first use) for sqlite/connection.py, sqlite/migrations.py and factory/agents.py"
+        "translate_errors and map_apsw_error stay importable from sqlmem.errors (loaded on "
+        "first use) for code written before they moved; sqlmem itself imports them from "
+        "sqlite/apsw_errors.py"
     ),
     ("sqlmem.search.embedding", "sqlmem.rules.embedding"): (
         "Embedding moved down to rules; the old name serves the stores that import it from "

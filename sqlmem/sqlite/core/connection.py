@@ -35,8 +35,8 @@ from ...errors import (
     SqlmemError,
     StorageBusyError,
     map_os_error,
-    translate_errors,
 )
+from ..apsw_errors import translate_errors
 
 __all__ = [
     "WalCheckpointer",

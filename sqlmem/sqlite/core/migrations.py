@@ -24,11 +24,10 @@ from ...errors import (
     MigrationChecksumError,
     MigrationError,
     SchemaTooNewError,
-    map_apsw_error,
-    translate_errors,
 )
 from ...rules.encoding import now_ms
 from ...rules.migration_plan import Migration, find_folder, read_plan
+from ..apsw_errors import map_apsw_error, translate_errors
 from ..stores.fts_names import FACTS_FTS
 
 __all__ = [
