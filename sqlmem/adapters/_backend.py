@@ -50,7 +50,7 @@ class Backend:
         self._path: str | None = None
         if isinstance(given, (str, os.PathLike)):
             # Checked now (no disk access), opened on first use.
-            self._path, self._owns_db = check_path(given), True
+            self._path, self._owns_db = self._checked_target(given), True
         elif isinstance(given, Database):
             self._db, self._owns_db = given, False
         else:
@@ -79,8 +79,16 @@ class Backend:
                 raise StoreClosedError(f"{self._owner} is closed")
             if self._db is None:
                 assert self._path is not None
-                self._db = MemoryDB(self._path)
+                self._db = self._open_target(self._path)
             return self._db
+
+    def _checked_target(self, given: str | os.PathLike[str]) -> str:
+        """The path these adapters open, checked without touching the disk."""
+        return check_path(given)
+
+    def _open_target(self, target: str) -> Database:
+        """The database at a checked target, opened on first use."""
+        return MemoryDB(target)
 
     @property
     def path(self) -> str:
@@ -135,6 +143,11 @@ class Backend:
             self._closed = True
         if self._owns_db and self._db is not None:
             self._db.close()
+
+    async def aclose(self) -> None:
+        """`close` on a worker thread: waiting for the runner and closing a file are
+        blocking work the event loop must not do."""
+        await asyncio.to_thread(self.close)
 
 
 async def settle(write: Awaitable[R]) -> R:
