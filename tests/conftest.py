@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,23 @@ def open_db(tmp_path: Path) -> Iterator[Callable[..., sqlmem.MemoryDB]]:
     yield _open
     for db in opened:
         db.close()
+
+
+@pytest.fixture
+def close_the_loop_run_sync_leaves() -> Iterator[None]:
+    """Pydantic AI's `Agent.run_sync` makes a new event loop the thread's current one and
+    leaves it open (it reuses it from call to call); a later `asyncio.run` would drop it
+    unclosed (a ResourceWarning in whichever test comes next), so it is closed after each
+    test of a module that runs agents or pages that do (`pytestmark = usefixtures(...)`)."""
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop_policy().get_event_loop()
+        except RuntimeError:  # none was left
+            return
+    loop.close()
+    asyncio.set_event_loop(None)
 
 
 @pytest.fixture

@@ -7,15 +7,12 @@ extra installs it)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import re
 import shutil
 import subprocess
 import sys
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,20 +28,7 @@ EXAMPLE_PAGES = [p for p in PAGES if p.name not in OWN_VENV]
 FENCE = re.compile(r'```(python|text title="prints")\n(.*?)```', flags=re.DOTALL)
 
 
-@pytest.fixture(autouse=True)
-def _close_the_loop_run_sync_leaves() -> Iterator[None]:
-    """Pydantic AI's `Agent.run_sync` (docs/pydantic-ai.md) makes a new event loop the
-    thread's current one and leaves it open; a later test would then see its sockets as
-    unclosed (a ResourceWarning), so it is closed here, as a reader's program ends."""
-    yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            loop = asyncio.get_event_loop_policy().get_event_loop()
-        except RuntimeError:  # none was left
-            return
-    loop.close()
-    asyncio.set_event_loop(None)
+pytestmark = pytest.mark.usefixtures("close_the_loop_run_sync_leaves")
 
 
 def _examples(page: Path) -> list[tuple[str, str | None]]:

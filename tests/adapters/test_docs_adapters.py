@@ -5,12 +5,9 @@ Pydantic AI's included, runs in tests/test_docs.py."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import io
 import re
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,20 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def _close_the_loop_run_sync_leaves() -> Iterator[None]:
-    """`Agent.run_sync` makes a new event loop the thread's current one and leaves it open
-    (Pydantic AI reuses it from call to call); a later `asyncio.run` would drop it unclosed
-    (a ResourceWarning in whichever test comes next), so it is closed here."""
-    yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            loop = asyncio.get_event_loop_policy().get_event_loop()
-        except RuntimeError:  # none was left
-            return
-    loop.close()
-    asyncio.set_event_loop(None)
+pytestmark = pytest.mark.usefixtures("close_the_loop_run_sync_leaves")
 
 
 @pytest.mark.parametrize(("page", "framework"), [("docs/adk.md", "google.adk")])

@@ -4,11 +4,9 @@ every backend. Models are Pydantic AI's own `FunctionModel`/`TestModel` (no netw
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
-import warnings
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -45,21 +43,7 @@ from sqlmem.adapters.pydantic_ai import (
     memory_toolset,
 )
 
-
-@pytest.fixture(autouse=True)
-def _close_the_loop_run_sync_leaves() -> Iterator[None]:
-    """`Agent.run_sync` makes a new event loop the thread's current one and leaves it open
-    (Pydantic AI reuses it from call to call); a later `asyncio.run` would drop it unclosed
-    (a ResourceWarning in whichever test comes next), so it is closed here."""
-    yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        try:
-            loop = asyncio.get_event_loop_policy().get_event_loop()
-        except RuntimeError:  # none was left
-            return
-    loop.close()
-    asyncio.set_event_loop(None)
+pytestmark = pytest.mark.usefixtures("close_the_loop_run_sync_leaves")
 
 
 @pytest.fixture(params=["sqlite", "memory", "postgres"])
