@@ -16,6 +16,7 @@ __all__ = [
     "DELETE_MESSAGES",
     "DELETE_SESSION",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
+    "LISTED",
     "LOCK_CORPUS",
     "MAX_SEQ",
     "MESSAGES",
@@ -125,13 +126,13 @@ ON CONFLICT (agent_id, session_id) DO UPDATE
 """
 # A session is listed while it holds a message (archived ones count) or a summary: a
 # session whose every message was popped is not.
-SESSIONS = """
-SELECT s.session_id FROM sessions AS s
-WHERE s.agent_id = %s AND (s.summary != '' OR (s.last_seq > 0 AND (
+#: A session `sessions()` lists (alias `s`): it has a summary or a message, archived included.
+LISTED = """(s.summary != '' OR (s.last_seq > 0 AND (
     s.last_seq - s.archived_seq > s.holes OR EXISTS (
         SELECT 1 FROM messages AS m
-        WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id))))
-"""
+        WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id))))"""
+
+SESSIONS = f"SELECT s.session_id FROM sessions AS s WHERE s.agent_id = %s AND {LISTED}"
 
 FIRST_NON_TOOL_AT_OR_BEFORE = """
 SELECT seq FROM messages

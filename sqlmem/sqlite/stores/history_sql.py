@@ -44,6 +44,7 @@ __all__ = [
     "INSERT_CHUNK_ROWS",
     "INSERT_ONE_FULL",
     "INSERT_ONE_PLAIN",
+    "LISTED",
     "MESSAGE_COLUMNS",
     "OLDEST_KEPT",
     "POP",
@@ -334,9 +335,10 @@ DELETE FROM sessions WHERE pk = ?1 AND NOT EXISTS (SELECT 1 FROM messages WHERE 
 
 # A session listed has messages or a summary. Active messages show in the row itself; a
 # session whose every seq is a hole or archived is probed for a message (pops, 0.2).
-_LISTED = """(summary != '' OR (last_seq > 0 AND (last_seq - archived_seq > holes
+#: A session `sessions()` lists: it has a summary or a message (archived ones included).
+LISTED = """(summary != '' OR (last_seq > 0 AND (last_seq - archived_seq > holes
     OR EXISTS (SELECT 1 FROM messages WHERE session = sessions.pk))))"""
-SESSIONS = f"SELECT session_id FROM sessions WHERE {_LISTED} ORDER BY session_id"
+SESSIONS = f"SELECT session_id FROM sessions WHERE {LISTED} ORDER BY session_id"
 
 # `sqlmem sessions`: per listed session its active and archived counts and the
 # created_at of its newest message (NULL when it has only a summary).
@@ -344,7 +346,7 @@ SESSION_STATS = f"""
 SELECT session_id, last_seq - archived_seq - holes,
     (SELECT count(*) FROM messages WHERE session = sessions.pk AND seq <= sessions.archived_seq),
     (SELECT created_at FROM messages WHERE session = sessions.pk ORDER BY seq DESC LIMIT 1)
-FROM sessions WHERE {_LISTED} ORDER BY session_id
+FROM sessions WHERE {LISTED} ORDER BY session_id
 """
 
 #: Search mode "any" on large histories (sqlmem.sqlite.stores.fts_any): the ranked subquery yields
