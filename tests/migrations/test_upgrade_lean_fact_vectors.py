@@ -1,7 +1,8 @@
-"""A 0.2 file holding facts and their vectors (with the content-hash index and the
-per-row version triggers) upgrades in place: every vector kept and searchable, none to
-embed again, identical content still found stored, and the kept matrix of unfiltered
-searches still follows every change."""
+"""A 0.2 file holding facts and their vectors (with the content-hash index, the per-row
+version triggers and the 16-digit fingerprint index) upgrades in place: every vector kept
+and searchable, none to embed again, identical content still found stored, the kept
+matrix of unfiltered searches still follows every change, and remember still finds a
+repeated text."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def _build_0_2_file(path: Path) -> int:
     """Every migration before the lean vectors one, and facts with vectors written the
     way 0.2 wrote them; returns the file's version."""
     plan = load_migrations()
-    ours = next(m for m in plan if m.name.endswith("fact_vectors_lean"))
+    ours = next(m for m in plan if m.name.endswith("lean_fact_writes"))
     before = tuple(m for m in plan if m.version < ours.version)
     embedder = HashEmbedder(32)
     conn = apsw.Connection(str(path))
@@ -101,11 +102,19 @@ def test_a_0_2_file_keeps_its_vectors_searchable(
         assert embedder.texts == [f"a new text {i}" for i in range(5)]
         top = db.facts.search("a new text 4", mode="vector", top_k=1)  # the matrix moved
         assert top[0].id == "more4"
+        # remember's lookup goes through the rebuilt fingerprint index
+        assert db.facts.remember(Fact(content="the user drinks GREEN tea")) == "old0"
+        merged = db.facts.get("old0")
+        assert merged is not None and merged.hits == 2
         assert db.check().ok
     conn = apsw.Connection(str(path))
     try:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema")}
         assert "fact_vectors_hash" not in names
+        index_sql = conn.execute(
+            "SELECT sql FROM sqlite_schema WHERE name = 'facts_fingerprint'"
+        ).fetchall()[0][0]
+        assert "substr(fingerprint, 1, 8)" in index_sql
         assert {"fact_vectors_insert", "fact_vectors_update", "fact_vectors_delete"} <= names
         assert conn.execute("SELECT batch_counted FROM fact_vectors_version").fetchall() == [(0,)]
     finally:

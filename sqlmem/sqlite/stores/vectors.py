@@ -35,6 +35,7 @@ from ...search.embedding import Embedding
 from ...search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
 from ..core.engine import Engine
 from . import vectors_sql as sql
+from .facts_sql import FINGERPRINT_PREFIX
 from .vectors_sql import count_without_vectors
 
 __all__ = ["MATRIX_MIN_ROWS", "FactVectors", "Prepared"]
@@ -137,7 +138,7 @@ class FactVectors:
         if fingerprints is None:
             fingerprints = [fingerprint(t) for t in texts]
         params = {
-            "prefixes": dumps_json(sorted({f[:16] for f in fingerprints})),
+            "prefixes": dumps_json(sorted({f[:FINGERPRINT_PREFIX] for f in fingerprints})),
             "texts": dumps_json(sorted(set(texts))),
             "model": self.embedding.model,
         }

@@ -14,6 +14,7 @@ from .facts_sql import (
     _RAREST_TAG,
     ANY_EXPIRED,
     ANY_INVALID,
+    FINGERPRINT_KEY,
     LIVE,
     NO_ITEM_KEY,
     UNEXPIRED,
@@ -104,13 +105,14 @@ FILL_BY_ID = (
 
 #: Vectors already stored for these texts (the embedding cache): the facts holding the
 #: same normalised text are found through facts_fingerprint (`:prefixes`: their
-#: fingerprints' first 16 hex digits, the index's key), the exact text is compared on
-#: those rows, and the vector is read by its fact's key. No index of fact_vectors is
-#: involved (migration 0013 dropped the content-hash one: writes paid for it).
+#: fingerprints' first FINGERPRINT_PREFIX hex digits, the index's key), the exact text
+#: is compared on those rows, and the vector is read by its fact's key. No index of
+#: fact_vectors is involved (migration 0013 dropped the content-hash one: writes paid
+#: for it).
 STORED_BY_CONTENT = (
     "SELECT f.content, v.vector FROM facts AS f CROSS JOIN fact_vectors AS v"
     " ON v.fact_pk = f.pk"
-    " WHERE substr(f.fingerprint, 1, 16) IN (SELECT value FROM json_each(:prefixes))"
+    f" WHERE {FINGERPRINT_KEY} IN (SELECT value FROM json_each(:prefixes))"
     " AND f.content IN (SELECT value FROM json_each(:texts)) AND v.model = :model"
     " GROUP BY f.content"
 )
