@@ -45,6 +45,8 @@ __all__ = [
     "EXPIRE",
     "EXPIRED",
     "EXPORT_FACTS_PAGE",
+    "FINGERPRINT_KEY",
+    "FINGERPRINT_PREFIX",
     "HIDDEN",
     "ID_EXISTS",
     "IMPORT_STORED_FACT",
@@ -396,15 +398,17 @@ IMPORT_STORED_FACT = (
 # -- memory items (sqlite/items.py) -----------------------------------------------------------
 
 ID_EXISTS = "SELECT 1 FROM facts WHERE id = ?"
-#: The key of facts_fingerprint (migration 0003): the fingerprint's first 16 hex digits.
-FINGERPRINT_KEY = "substr(fingerprint, 1, 16)"
+#: How many leading hex digits of a fingerprint facts_fingerprint keeps (migration 0013).
+FINGERPRINT_PREFIX = 8
+#: The key of facts_fingerprint: the fingerprint's first FINGERPRINT_PREFIX hex digits.
+FINGERPRINT_KEY = f"substr(fingerprint, 1, {FINGERPRINT_PREFIX})"
 #: remember's lookup: the live facts of the layer with the fingerprint, oldest first
-#: (facts_fingerprint gives the rows in (created_at, pk) order; the whole fingerprint is
-#: compared on the rows its prefix finds); the caller keeps the first of the new fact's
-#: key (a text repeated under several keys is rare: these are a handful of rows).
+#: (facts_fingerprint finds the rows sharing the prefix; the whole fingerprint and the
+#: layer are compared on them, and they are sorted); the caller keeps the first of the
+#: new fact's key (a text repeated under several keys is rare: a handful of rows).
 REMEMBER_FIND = f"""
 SELECT f.pk, f.id, f.tags, f.refs, f.metadata, f.confidence, f.salience, f.expires_at, f.key
-FROM facts AS f WHERE {FINGERPRINT_KEY} = substr(:fingerprint, 1, 16)
+FROM facts AS f WHERE {FINGERPRINT_KEY} = substr(:fingerprint, 1, {FINGERPRINT_PREFIX})
     AND f.fingerprint = :fingerprint AND f.layer = :layer AND {LIVE}
 ORDER BY f.created_at, f.pk
 """
