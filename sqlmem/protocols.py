@@ -37,6 +37,7 @@ __all__ = [
     "Database",
     "DocumentStore",
     "Embedder",
+    "FactState",
     "FactStore",
     "Forgetting",
     "HistoryStore",
@@ -53,6 +54,9 @@ __all__ = [
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
 #: The modes of `HistoryStore.search`.
 HistoryMode = Literal["any", "vector", "hybrid"]
+#: Which stored facts `FactStore.list(state=...)` shows: the live ones (what every
+#: other read shows), the superseded ones, the expired ones not yet deleted, or all.
+FactState = Literal["live", "superseded", "expired", "all"]
 
 
 @runtime_checkable
@@ -169,6 +173,7 @@ class FactStore(Protocol):
         kind: str | None = None,
         min_confidence: float | None = None,
         as_of: datetime | None = None,
+        state: FactState = "live",
     ) -> builtins.list[Fact]: ...
 
     def tags(self) -> dict[str, int]: ...

@@ -282,7 +282,9 @@ class PostgresFactPort:
         params = filter_params(listing.filters, listing.items)
         limited = listing.limit is not None
         params.update(agent=self._agent, limit=listing.limit or 0, offset=listing.offset)
-        text = sql.list_sql(listing.filters.key, listing.items.key, listing.oldest_first, limited)
+        text = sql.list_sql(
+            listing.filters.key, listing.items.key, listing.oldest_first, limited, listing.state
+        )
         with self._engine.read() as conn:
             rows = conn.execute(text, params).fetchall()
         return facts_from_rows(decoded(rows), ranked=False)
