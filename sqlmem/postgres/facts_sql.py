@@ -38,10 +38,12 @@ __all__ = [
     "UPDATE_STATS",
     "UPSERT",
     "VALID_AT",
+    "VALID_AT_WINDOW",
     "filter_sql",
     "list_sql",
     "ranked_sql",
     "search_sql",
+    "valid_at_shape",
 ]
 
 
@@ -224,13 +226,31 @@ WHERE f.agent_id = %(agent)s AND f.tsv @@ %(query)s::tsquery
 SEARCH_CANDIDATES = search_sql((False,) * 6)
 
 
+#: How many of the newest facts a page `as_of` a time looks at first (`window=True`).
+VALID_AT_WINDOW = 2000
+
+
 @cache
 def list_sql(
-    key: FilterKey, item_key: FilterKey, oldest_first: bool, limited: bool, state: str = "live"
+    key: FilterKey,
+    item_key: FilterKey,
+    oldest_first: bool,
+    limited: bool,
+    state: str = "live",
+    window: bool = False,
 ) -> str:
-    """A listing, newest (or oldest) first; a page `as_of` a time is `_valid_at_page`."""
+    """A listing, newest (or oldest) first; a page `as_of` a time (`valid_at_shape`) is
+    read by `_valid_at_window` (with `window`: the page among the newest facts only, the
+    answer when they hold a whole page) or `_valid_at_page`."""
     where = f"f.agent_id = %(agent)s AND {filter_sql(key, item_key, state)}"
-    if len(item_key) > 3 and item_key[3] and limited and not oldest_first:
+    if valid_at_shape(item_key, oldest_first, limited):
+        if window:
+            return (
+                f"SELECT {FACT_COLUMNS} FROM (SELECT * FROM facts WHERE agent_id = %(agent)s"
+                " ORDER BY created_at DESC, pk DESC LIMIT %(window)s) AS f"
+                f" WHERE {where} ORDER BY f.created_at DESC, f.pk DESC"
+                " LIMIT %(limit)s OFFSET %(offset)s"
+            )
         return _valid_at_page(where)
     order = "ASC" if oldest_first else "DESC"
     page = " LIMIT %(limit)s OFFSET %(offset)s" if limited else ""
@@ -238,6 +258,11 @@ def list_sql(
         f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE {where}"
         f" ORDER BY f.created_at {order}, f.pk {order}{page}"
     )
+
+
+def valid_at_shape(item_key: FilterKey, oldest_first: bool, limited: bool) -> bool:
+    """Whether a listing is a page `as_of` a time, newest first."""
+    return len(item_key) > 3 and item_key[3] and limited and not oldest_first
 
 
 _OUTER_COLUMNS = FACT_COLUMNS.replace("f.", "v.")

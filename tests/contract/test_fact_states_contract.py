@@ -68,7 +68,8 @@ def fill(store: FactStore) -> dict[str, str]:
 
 
 def listed(store: FactStore, **kw: object) -> list[str]:
-    return [f.id for f in store.list(limit=100, **kw)]  # type: ignore[arg-type]
+    kw.setdefault("limit", 100)
+    return [f.id for f in store.list(**kw)]  # type: ignore[arg-type]
 
 
 def named(ids: dict[str, str], *names: str) -> list[str]:
@@ -124,6 +125,28 @@ def test_states_take_the_other_filters_and_paging(store: FactStore) -> None:
     page = [f.id for f in store.list(state="all", limit=3, offset=2)]
     assert page == named(ids, "later", "oslo", "rome")
     assert store.list(state="expired", limit=0) == []
+
+
+def test_a_page_as_of_a_time_past_the_newest_two_thousand_facts(store: FactStore) -> None:
+    """The SQL stores look among the newest 2,000 facts first: a page they do not fill
+    is read again from every fact valid then (backdated ones and older ones)."""
+    old = [Fact(id=f"o{i}", content=f"old {i}", created_at=day(1 + i / 10)) for i in range(10)]
+    new = [
+        Fact(
+            id=f"n{i}",
+            content=f"new {i}",
+            created_at=day(20) + timedelta(seconds=i),
+            valid_from=day(5) if i in (500, 1500) else None,
+        )
+        for i in range(2000)
+    ]
+    store.index_many([*old, *new])
+    then = day(10)
+    assert listed(store, as_of=then, limit=5) == ["n1500", "n500", "o9", "o8", "o7"]
+    assert [f.id for f in store.list(as_of=then, limit=1)] == ["n1500"]
+    assert [f.id for f in store.list(as_of=then, limit=2, offset=1)] == ["n500", "o9"]
+    assert [f.id for f in store.list(as_of=then, limit=3, offset=9)] == ["o2", "o1", "o0"]
+    assert [f.id for f in store.list(as_of=day(30), limit=2)] == ["n1999", "n1998"]
 
 
 @pytest.mark.parametrize("state", ["", "Live", "deleted", None, 1])

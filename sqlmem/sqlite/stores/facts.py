@@ -343,18 +343,10 @@ class SQLiteFactPort:
         if scalar is not None:  # one key equal to a scalar: its path, no json_each walk
             del params["meta"], params["mops"]
             params["mpath"], params["mvalue"] = scalar
-        shape = partial(
-            sql.list_sql,
-            filters.key,
-            item_filters.key,
-            oldest_first=listing.oldest_first,
-            limited=limited,
-            scalar=scalar is not None,
-            state=listing.state,
-        )
-        if not sql.valid_at_shape(
-            filters.key, item_filters.key, oldest_first=listing.oldest_first, limited=limited
-        ):
+        key, item_key, oldest_first = filters.key, item_filters.key, listing.oldest_first
+        shape = partial(sql.list_sql, key, item_key, oldest_first=oldest_first, limited=limited)
+        shape = partial(shape, scalar=scalar is not None, state=listing.state)
+        if not sql.valid_at_shape(key, item_key, oldest_first=oldest_first, limited=limited):
             return facts_from_rows(self._read(shape(), params), ranked=False)
         with self._engine.read() as conn:  # `as_of`: the newest facts first, one snapshot
             rows: list[Any] = []
