@@ -1,7 +1,8 @@
 """U1: the inspector's pages on a big file (`sqlmem ui`).
 
 One SQLite file holds the W3 corpus of facts (100,000 at full size, in three layers; one
-in ten has a key, so 2,000 keys hold chains of five, four of each superseded) and the
+in ten has a key, so 2,000 keys hold chains of five, four of each superseded; one in fifty
+expired long ago and not yet deleted, as a file before `expire()` holds them) and the
 history corpus (100,000 messages over 100 sessions, the oldest half of each session
 archived under a summary), plus a document with revisions. Each page is requested through
 Starlette's TestClient, in process: the token check, the reads through the protocols, the
@@ -76,8 +77,11 @@ def build_inspector_file(path: Path, sizes: Sizes, corpus: Corpus) -> None:
 
 def _shape(n: int, total: int) -> dict[str, Any]:
     """Fact n's layer and, for one fact in ten, its key and valid time: the keyed facts
-    of one fifth of the corpus after another supersede those of the fifth before."""
+    of one fifth of the corpus after another supersede those of the fifth before. One
+    fact in fifty (none of them keyed) expired long ago."""
     shape: dict[str, Any] = {"layer": LAYERS[n % 3]}
+    if n % 50 == 25:
+        shape["expires_at"] = CHAIN_START + timedelta(days=60)
     if n % 10 == 0:
         shape["key"] = _slot((n // 10) % _keys(total))
         shape["valid_from"] = CHAIN_START + timedelta(days=30 * (n // max(1, total // 5)))
@@ -94,7 +98,7 @@ def _slot(k: int) -> str:
 
 
 def _marker(sizes: Sizes) -> str:
-    return f"U1 file v2: {sizes.w3_facts} facts, {sizes.history_messages} messages\n"
+    return f"U1 file v3: {sizes.w3_facts} facts, {sizes.history_messages} messages\n"
 
 
 def _reusable(path: Path, sizes: Sizes) -> bool:
@@ -201,8 +205,11 @@ def _pages(client: Any, s: Sizes) -> dict[str, Callable[[str], object]]:
             "/facts", params={"as_of": earlier}
         ),
         "facts: only superseded, at that moment": lambda q: client.get(
-            "/facts", params={"as_of": earlier, "superseded": "1"}
+            "/facts", params={"as_of": earlier, "state": "superseded"}
         ),
+        "facts: superseded now": lambda q: client.get("/facts", params={"state": "superseded"}),
+        "facts: expired": lambda q: client.get("/facts", params={"state": "expired"}),
+        "facts: all stored": lambda q: client.get("/facts", params={"state": "all"}),
         "a superseded fact with its chain": lambda q: client.get(
             "/fact", params={"id": superseded}
         ),

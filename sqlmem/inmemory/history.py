@@ -241,6 +241,10 @@ class InMemoryHistoryPort:
         with self._lock:
             return sorted(k for k, s in self._sessions.items() if s.messages or s.summary)
 
+    def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
+        listed = [k for k in self.sessions() if after is None or k > after]
+        return listed if limit is None else listed[:limit]
+
     def vector_leg(self) -> MessageVectorLeg | None:
         return None if self._embedding is None else TwinVectors(self._embedding, self)
 

@@ -32,6 +32,8 @@ __all__ = [
     "SELECT_SESSION",
     "SELECT_SUMMARY",
     "SESSIONS",
+    "SESSIONS_AFTER",
+    "SESSIONS_ESCAPED",
     "SET_SUMMARY",
     "STATS",
     "UPDATE_STATS",
@@ -131,6 +133,25 @@ WHERE s.agent_id = %s AND (s.summary != '' OR (s.last_seq > 0 AND (
     s.last_seq - s.archived_seq > s.holes OR EXISTS (
         SELECT 1 FROM messages AS m
         WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id))))
+"""
+
+#: A page of the listed sessions (`history.sessions(after=, limit=)`): the ids stored as
+#: they are, walked in the primary key's order (session_id is COLLATE "C": code points)
+#: from %(after)s, at most %(limit)s (NULL: all); and, apart, every escaped id (`codec`:
+#: one holding NUL; rare), whose stored order is not its own, sorted after decoding.
+_LISTED = """(s.summary != '' OR (s.last_seq > 0 AND (
+    s.last_seq - s.archived_seq > s.holes OR EXISTS (
+        SELECT 1 FROM messages AS m
+        WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id))))"""
+SESSIONS_AFTER = f"""
+SELECT s.session_id FROM sessions AS s
+WHERE s.agent_id = %(agent)s AND s.session_id > %(after)s
+    AND left(s.session_id, 1) <> chr(57344) AND {_LISTED}
+ORDER BY s.session_id LIMIT %(limit)s
+"""
+SESSIONS_ESCAPED = f"""
+SELECT s.session_id FROM sessions AS s
+WHERE s.agent_id = %(agent)s AND left(s.session_id, 1) = chr(57344) AND {_LISTED}
 """
 
 FIRST_NON_TOOL_AT_OR_BEFORE = """

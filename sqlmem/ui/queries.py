@@ -4,8 +4,9 @@ Plain Python with no web framework in it, so the pages' data can be tested and t
 its own. Every list is paged here, server-side: facts and a session's messages are read
 a page (plus one row, which says whether a next page exists) at a time, so a page of a
 file with a hundred thousand facts costs what a page of a small file costs. Sessions and
-documents are paged by cursor; the stores list those whole (one short column each), and
-only the page's rows are read further.
+documents are paged by cursor: sessions are read a page at a time going forward (a
+previous page, and documents, read one short column whole), and only the page's rows are
+read further.
 """
 
 from __future__ import annotations
@@ -107,10 +108,17 @@ def session_page(
     """A page of sessions (by id) with their active message counts and summaries; the
     page after the session `after` or before the session `before`.
 
-    The protocol lists a store's sessions all at once, so the ids are read whole (one
-    short column of the sessions table); the counts and summaries only for the page.
+    The first page and the next ones are one bounded read each
+    (`sessions(after=, limit=)`: a page and one id, which says whether a next page
+    exists); a previous page reads the ids up to where it ends (one short column).
+    Counts and summaries are read for the page's sessions only.
     """
-    ids = key_page(db.history.sessions(), str, str, after=after, before=before, size=size)
+    if before is not None:
+        ids = key_page(db.history.sessions(), str, str, before=before, size=size)
+    else:
+        found = db.history.sessions(after=after, limit=size + 1)
+        following = found[size - 1] if len(found) > size else None
+        ids = KeyPage(found[:size], following, found[0] if found and after else None)
     history = db.history
     rows = [SessionRow(sid, history.count(sid), history.get_summary(sid)) for sid in ids.rows]
     return KeyPage(rows, ids.after, ids.before)

@@ -64,6 +64,7 @@ __all__ = [
     "SELECT_SESSION",
     "SELECT_SUMMARY",
     "SESSIONS",
+    "SESSIONS_AFTER",
     "SESSION_STATS",
     "SET_SUMMARY",
     "chunk_sizes",
@@ -337,6 +338,12 @@ DELETE FROM sessions WHERE pk = ?1 AND NOT EXISTS (SELECT 1 FROM messages WHERE 
 _LISTED = """(summary != '' OR (last_seq > 0 AND (last_seq - archived_seq > holes
     OR EXISTS (SELECT 1 FROM messages WHERE session = sessions.pk))))"""
 SESSIONS = f"SELECT session_id FROM sessions WHERE {_LISTED} ORDER BY session_id"
+#: A page of them: a walk of the session_id index from `:after` ('' sorts before every
+#: id), stopping after `:limit` (-1: no limit). Text compares as UTF-8 bytes: code points.
+SESSIONS_AFTER = (
+    f"SELECT session_id FROM sessions WHERE session_id > :after AND {_LISTED}"
+    " ORDER BY session_id LIMIT :limit"
+)
 
 # `sqlmem sessions`: per listed session its active and archived counts and the
 # created_at of its newest message (NULL when it has only a summary).
