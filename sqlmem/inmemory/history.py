@@ -232,6 +232,11 @@ class InMemoryHistoryPort:
             session = self._sessions.get(session_id)
             return 0 if session is None else session.active_count()
 
+    def archived_seq(self, session_id: str) -> int:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return 0 if session is None else session.archived
+
     def summary(self, session_id: str) -> str:
         with self._lock:
             session = self._sessions.get(session_id)

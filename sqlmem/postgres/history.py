@@ -268,6 +268,12 @@ class PostgresHistoryPort(VectorsPart["MessageVectors"]):
             row = conn.execute(sql.COUNT, (self._agent, encode(session_id))).fetchone()
         return int(row[0]) if row else 0
 
+    def archived_seq(self, session_id: str) -> int:
+        with self._engine.read() as conn:
+            row = conn.execute(sql.SELECT_ARCHIVED_SEQ, (self._agent, encode(session_id)))
+            found = row.fetchone()
+        return int(found[0]) if found else 0
+
     def summary(self, session_id: str) -> str:
         with self._engine.read() as conn:
             row = conn.execute(sql.SELECT_SUMMARY, (self._agent, encode(session_id))).fetchone()

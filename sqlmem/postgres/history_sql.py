@@ -27,6 +27,7 @@ __all__ = [
     "SEARCH_SESSION",
     "SELECT_ALL",
     "SELECT_ALL_ACTIVE",
+    "SELECT_ARCHIVED_SEQ",
     "SELECT_BY_KEYS",
     "SELECT_RECENT",
     "SELECT_SESSION",
@@ -119,6 +120,7 @@ COUNT = """
 SELECT last_seq - archived_seq - holes FROM sessions WHERE agent_id = %s AND session_id = %s
 """
 SELECT_SUMMARY = "SELECT summary FROM sessions WHERE agent_id = %s AND session_id = %s"
+SELECT_ARCHIVED_SEQ = "SELECT archived_seq FROM sessions WHERE agent_id = %s AND session_id = %s"
 SET_SUMMARY = """
 INSERT INTO sessions AS s (agent_id, session_id, summary, created_at, updated_at)
 VALUES (%s, %s, %s, %s, %s)

@@ -148,6 +148,12 @@ class HistoryStoreFront:
         check_session_id(session_id)
         return self._port.count(session_id)
 
+    def archived_seq(self, session_id: str) -> int:
+        """The seq up to which the session is archived (0: none): its archive boundary,
+        read without reading a message."""
+        check_session_id(session_id)
+        return self._port.archived_seq(session_id)
+
     def get_summary(self, session_id: str) -> str:
         check_session_id(session_id)
         return self._port.summary(session_id)

@@ -77,6 +77,10 @@ class HistoryPort(Protocol):
 
     def summary(self, session_id: str) -> str: ...
 
+    def archived_seq(self, session_id: str) -> int:
+        """The session's archive boundary as stored (0 for an unknown session)."""
+        ...
+
     def sessions(self) -> list[str]: ...
 
     def sessions_after(self, after: str | None, limit: int | None) -> list[str]:

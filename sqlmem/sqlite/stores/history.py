@@ -281,6 +281,11 @@ class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
             value = conn.execute(sql.COUNT, (session_id,)).get
         return int(value or 0)
 
+    def archived_seq(self, session_id: str) -> int:
+        with self._engine.read() as conn:
+            value = conn.execute(sql.SELECT_ARCHIVED_SEQ, (session_id,)).get
+        return int(value or 0)
+
     def summary(self, session_id: str) -> str:
         with self._engine.read() as conn:
             value = conn.execute(sql.SELECT_SUMMARY, (session_id,)).get

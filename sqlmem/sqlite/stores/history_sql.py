@@ -60,6 +60,7 @@ __all__ = [
     "SEARCH_SESSION",
     "SELECT_ALL",
     "SELECT_ALL_ACTIVE",
+    "SELECT_ARCHIVED_SEQ",
     "SELECT_RECENT",
     "SELECT_SESSION",
     "SELECT_SUMMARY",
@@ -236,6 +237,7 @@ ORDER BY m.seq
 COUNT = "SELECT last_seq - archived_seq - holes FROM sessions WHERE session_id = ?"
 
 SELECT_SUMMARY = "SELECT summary FROM sessions WHERE session_id = ?"
+SELECT_ARCHIVED_SEQ = "SELECT archived_seq FROM sessions WHERE session_id = ?"
 
 SET_SUMMARY = """
 INSERT INTO sessions(session_id, summary, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)

@@ -1,5 +1,7 @@
-"""`history.sessions(after=, limit=)` on every history store: the sorted list of sessions
-a page at a time, the same list `sessions()` gives whole, awaited too."""
+"""What an inspector reads of a history, on every history store, awaited too:
+`history.sessions(after=, limit=)`, the sorted list of sessions a page at a time (the
+same list `sessions()` gives whole), and `history.archived_seq(session_id)`, the archive
+boundary read without reading a message."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from targets import BACKENDS, Target, backend_target
 
 import sqlmem
 import sqlmem.aio
-from sqlmem import InvalidArgumentError, Message
+from sqlmem import InvalidArgumentError, Message, ToolCall
 from sqlmem.protocols import HistoryStore
 
 #: Ids whose order is tricky: case, digits, NUL inside (stored escaped on PostgreSQL), the
@@ -91,12 +93,57 @@ def test_any_ids_page_in_code_point_order(ids: set[str], limit: int) -> None:
     assert [s for page in pages(history, limit) for s in page] == sorted(ids)
 
 
+def check_boundary(history: HistoryStore, session: str) -> int:
+    """The boundary splits the stored messages exactly into archived and active ones."""
+    boundary = history.archived_seq(session)
+    active = {m.seq for m in history.get_all(session)}
+    stored = [m.seq for m in history.get_all(session, include_archived=True)]
+    assert all((seq is not None and seq <= boundary) == (seq not in active) for seq in stored)
+    assert history.count(session) == len(active)
+    return boundary
+
+
+def say(history: HistoryStore, session: str, n: int) -> None:
+    history.append_many(session, [Message(role="user", content=f"m{i}") for i in range(n)])
+
+
+def test_archived_seq_is_the_archive_boundary(history: HistoryStore) -> None:
+    assert history.archived_seq("nobody") == 0
+    say(history, "s", 5)
+    assert check_boundary(history, "s") == 0
+    assert history.compact("s", keep_last=2) == 3
+    assert check_boundary(history, "s") == 3
+    history.pop("s")  # the newest active message goes; its seq is never reused
+    say(history, "s", 2)
+    assert check_boundary(history, "s") == 3
+    history.compact("s", keep_last=0, summary="all of it")
+    assert check_boundary(history, "s") == 7 and history.count("s") == 0
+    history.purge("s")
+    assert history.archived_seq("s") == 0
+    say(history, "s", 1)  # the same id starts again
+    assert check_boundary(history, "s") == 0
+
+
+def test_archived_seq_keeps_a_tool_call_with_its_result(history: HistoryStore) -> None:
+    call = Message(role="assistant", tool_calls=[ToolCall(id="c1", name="lookup", arguments="{}")])
+    result = Message(role="tool", tool_call_id="c1", content="found")
+    history.append_many("t", [Message(role="user", content="q"), call, result])
+    history.compact("t", keep_last=1)  # pair-safe: the call and its result stay together
+    boundary = check_boundary(history, "t")
+    assert boundary == 1 and [m.seq for m in history.get_all("t")] == [2, 3]
+
+
+def test_archived_seq_needs_a_session_id(history: HistoryStore) -> None:
+    with pytest.raises(InvalidArgumentError):
+        history.archived_seq("")
+
+
 @pytest.fixture(params=BACKENDS)
 def target(request: pytest.FixtureRequest, tmp_path: Path) -> Target:
     return backend_target(request, tmp_path)
 
 
-def test_sessions_paged_awaited_on_every_backend(target: Target) -> None:
+def test_inspection_reads_awaited_on_every_backend(target: Target) -> None:
     async def main() -> None:
         adb = await sqlmem.aio.open(target.target, agent_id=target.agent_id)
         async with adb:
@@ -105,5 +152,8 @@ def test_sessions_paged_awaited_on_every_backend(target: Target) -> None:
             assert await adb.history.sessions(limit=2) == ["s1", "s2"]
             assert await adb.history.sessions(after="s2", limit=2) == ["s3"]
             assert await adb.history.sessions() == ["s1", "s2", "s3"]
+            await adb.history.compact("s1", keep_last=0)
+            assert await adb.history.archived_seq("s1") == 1
+            assert await adb.history.archived_seq("s2") == 0
 
     asyncio.run(main())
