@@ -22,6 +22,7 @@ from ..rules.chains import FACT_STATES
 from .paging import PAGE_SIZE, Page, paged
 
 __all__ = [
+    "SAME_MOMENT_LIMIT",
     "SCAN_SIZE",
     "STATES",
     "FactChain",
@@ -152,11 +153,23 @@ def _scan_for_key(db: Database, filters: FactFilters, offset: int) -> Page[Fact]
     return Page(rows, offset, more, max(1, scanned), scanned=scanned)
 
 
+#: Expired facts created in one millisecond looked at, at most, to find one by its id
+#: (a batch written at once shares its creation time).
+SAME_MOMENT_LIMIT = 10_000
+
+
 def expired_fact(db: Database, fact_id: str, created: datetime) -> Fact | None:
     """An expired fact (which `get` no longer returns) found by its id and creation
-    time: the stored facts created in that millisecond, one short read."""
-    same_moment = db.facts.list(since=created, until=created, state="expired", limit=PAGE_SIZE)
-    return next((f for f in same_moment if f.id == fact_id), None)
+    time: among the expired facts created in that millisecond, read a page at a time
+    (usually one short read)."""
+    for offset in range(0, SAME_MOMENT_LIMIT, SCAN_SIZE):
+        same_moment = db.facts.list(
+            since=created, until=created, state="expired", limit=SCAN_SIZE, offset=offset
+        )
+        found = next((f for f in same_moment if f.id == fact_id), None)
+        if found is not None or len(same_moment) < SCAN_SIZE:
+            return found
+    return None
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,21 @@ def test_expired_facts_are_shown_until_deleted(demo_db, make_client):
     assert client.get(link.group(1).replace("&amp;", "&")).status_code == 404
 
 
+def test_an_expired_fact_of_a_large_batch_opens_by_its_link(sqlite_db, make_client):
+    moment = datetime.now(timezone.utc) - timedelta(days=2)
+    sqlite_db.facts.index_many(
+        Fact(content=f"batch {n:03d}", created_at=moment, expires_at=moment + timedelta(days=1))
+        for n in range(450)
+    )  # one creation time for all
+    client = make_client(sqlite_db)
+    for wanted in ("batch 000", "batch 449"):
+        (fact,) = [
+            f for f in sqlite_db.facts.list(state="expired", limit=500) if f.content == wanted
+        ]
+        own = client.get("/fact", params={"id": fact.id, "created": fact.created_at.isoformat()})
+        assert own.status_code == 200 and wanted in own.text
+
+
 def test_expired_facts_of_a_key_are_found_a_bounded_scan_at_a_time(sqlite_db, make_client):
     past = datetime.now(timezone.utc) - timedelta(hours=1)
     sqlite_db.facts.index_many(
