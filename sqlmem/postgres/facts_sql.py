@@ -272,16 +272,19 @@ def _valid_at_page(where: str) -> str:
     """A page of the facts valid at %(at)s, newest first, in two bounded parts: the facts
     created by then (facts_created walked down from %(at)s, stopping after limit + offset
     passing rows) and those created later with a valid_from backdated to it (from
-    facts_valid_from, which holds only facts with an explicit valid_from). Walking down
-    from now read every fact created since %(at)s first: most of them for a moment long
-    ago."""
+    facts_valid_from, which holds only facts with an explicit valid_from; `created_at + 0`
+    keeps the planner from walking facts_created down from now for them, which read
+    every fact created since %(at)s: most of them for a moment long ago)."""
     part = f"SELECT {FACT_COLUMNS}, f.pk AS pk FROM facts AS f WHERE {where}"
-    ordered = " ORDER BY f.created_at DESC, f.pk DESC LIMIT %(limit)s + %(offset)s"
+    limit = " LIMIT %(limit)s + %(offset)s"
+    began = f"{part} AND f.created_at <= %(at)s ORDER BY f.created_at DESC, f.pk DESC{limit}"
+    backdated = (
+        f"{part} AND f.valid_from <= %(at)s AND f.created_at + 0 > %(at)s"
+        f" ORDER BY f.created_at + 0 DESC, f.pk DESC{limit}"
+    )
     return (
-        f"SELECT {_OUTER_COLUMNS} FROM ("
-        f"({part} AND f.created_at <= %(at)s{ordered})"
-        f" UNION ALL ({part} AND f.valid_from <= %(at)s AND f.created_at > %(at)s{ordered})"
-        ") AS v ORDER BY v.created_at DESC, v.pk DESC LIMIT %(limit)s OFFSET %(offset)s"
+        f"SELECT {_OUTER_COLUMNS} FROM (({began}) UNION ALL ({backdated})) AS v"
+        " ORDER BY v.created_at DESC, v.pk DESC LIMIT %(limit)s OFFSET %(offset)s"
     )
 
 
