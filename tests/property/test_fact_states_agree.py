@@ -4,8 +4,9 @@ Random facts (some in chains by key, some superseded by `supersede`, some expire
 valid only from next year) go into the in-memory store and a SQLite file. `state="all"`
 must list exactly the facts stored (newest first); every other state and moment must be
 that list filtered by the definition below, read through the returned facts' own fields,
-page by page; and both stores must give the same answers. Small pages make the SQLite
-port try its window of the newest facts, large offsets its bounded two-part read.
+page by page; and both stores must give the same answers, with the other filters too.
+Small pages make the SQLite port try its window of the newest facts, large offsets its
+bounded two-part read.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ def fill(store: FactStore, specs: list[tuple[str, int, int | None, datetime | No
         fact = Fact(
             id=f"f{n}",
             content=f"fact number {n}",
+            tags=["a", "b"][: n % 3],
+            category=["", "work", "work/x"][n % 3],
+            metadata={"k": n % 2},
+            layer="episodic" if n % 4 == 3 else "semantic",
             key=key,
             created_at=day(created),
             valid_from=valid,
@@ -126,6 +131,50 @@ def test_states_follow_their_definition_on_both_stores(
             assert [f.id for f in got] == wanted[offset : offset + limit], store
             if state == "live":  # the default read is the same read
                 assert got == store.list(as_of=as_of, limit=limit, offset=offset)
+    finally:
+        engine.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+FILTERS: list[dict[str, object]] = [
+    {"tags": ["a"]},
+    {"tags": ["a", "b"], "metadata": {"k": 1}},  # the rarest tag drives the read
+    {"category": "work"},
+    {"metadata": {"k": 0}},
+    {"metadata": {"k": {"$gte": 1}}},
+    {"layer": "episodic"},
+    {"tags": ["b"], "layer": "semantic", "min_confidence": 0.5},
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    specs=fact_specs,
+    state=st.sampled_from(STATES),
+    as_of=st.sampled_from(MOMENTS),
+    filters=st.sampled_from(FILTERS),
+    limit=st.integers(1, 6),
+    offset=st.sampled_from([0, 1, 3]),
+)
+def test_states_with_other_filters_agree_on_both_stores(
+    specs: list[tuple[str, int, int | None, datetime | None, bool]],
+    state: FactState,
+    as_of: datetime | None,
+    filters: dict[str, object],
+    limit: int,
+    offset: int,
+) -> None:
+    folder = Path(tempfile.mkdtemp())
+    engine = Engine(folder / "facts.db", StoreConfig())
+    try:
+        twin, sqlite = InMemoryFactStore(), SQLiteFactStore(engine)
+        for store in (twin, sqlite):
+            fill(store, specs)
+        args = dict(filters, state=state, as_of=as_of, limit=limit, offset=offset)
+        want = [f.id for f in twin.list(**args)]  # type: ignore[arg-type]
+        assert [f.id for f in sqlite.list(**args)] == want  # type: ignore[arg-type]
+        everything = twin.list(**dict(args, limit=100, offset=0))  # type: ignore[arg-type]
+        assert want == [f.id for f in everything][offset : offset + limit]
     finally:
         engine.close()
         shutil.rmtree(folder, ignore_errors=True)
