@@ -143,7 +143,7 @@ def u1_inspector_pages(ctx: Context) -> list[Row]:
     with_embedder = TestClient(create_app(embedded, token=token))
     with_embedder.get(f"/?token={token}")
     s = ctx.sizes
-    pages = _pages(client, s)
+    pages = _pages(client, s, db)
     pages["overview, with an embedder"] = lambda q: with_embedder.get("/")
     counts: dict[str, Callable[[str], object]] = {
         COUNTS: lambda q: client.get("/stats"),
@@ -176,13 +176,21 @@ COUNTS = "overview's counts (/stats)"
 COUNTS_EMBEDDER = "overview's counts (/stats), with an embedder"
 
 
-def _pages(client: Any, s: Sizes) -> dict[str, Callable[[str], object]]:
+def _pages(client: Any, s: Sizes, db: sqlmem.MemoryDB) -> dict[str, Callable[[str], object]]:
     """Every page, each at its costly spot: deep pages, the middle of a list."""
     per_session = s.history_messages // max(1, s.w1_sessions)
     middle = max(1, per_session // 2)
     deep = (s.w3_facts // 2) // 50 * 50
     earlier = (CHAIN_START + timedelta(days=45)).strftime("%Y-%m-%d")
     slot = _slot(7 % _keys(s.w3_facts))
+    skipped = db.facts.list(limit=deep)  # where the Next links lead, `deep` facts down
+    last = skipped[-1].created_at
+    assert last is not None
+    cursor = {
+        "until": last.strftime("%Y-%m-%d %H:%M:%S.%f"),
+        "skip": sum(1 for f in skipped if f.created_at == last),
+        "offset": deep,
+    }
     chained = client.get("/facts", params={"key": slot}).text
     superseded = chained.split('href="/fact?id=', 1)[1].split('"', 1)[0]  # the oldest link
     return {
@@ -197,6 +205,9 @@ def _pages(client: Any, s: Sizes) -> dict[str, Callable[[str], object]]:
         "context window": lambda q: client.get("/window", params={"id": "s4"}),
         "facts": lambda q: client.get("/facts"),
         f"facts at offset {deep:,}": lambda q: client.get("/facts", params={"offset": deep}),
+        f"facts {deep:,} down, by the Next link's cursor": lambda q: client.get(
+            "/facts", params=cursor
+        ),
         "facts by tag and layer": lambda q: client.get(
             "/facts", params={"tags": "tag07", "layer": "semantic"}
         ),

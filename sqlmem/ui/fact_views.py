@@ -11,7 +11,7 @@ earlier moment (`list(as_of=...)`), and the facts superseded, expired, or all of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,6 +25,7 @@ __all__ = [
     "SAME_MOMENT_LIMIT",
     "SCAN_SIZE",
     "STATES",
+    "Cursor",
     "FactChain",
     "FactFilters",
     "expired_fact",
@@ -86,7 +87,7 @@ class FactFilters:
         )
 
 
-def parse_moment(text: str) -> datetime | None:
+def parse_moment(text: str, what: str = "'valid at'") -> datetime | None:
     """A moment typed into a filter ("2026-11-27", "2026-11-27 14:30", ISO 8601), in UTC
     (read as UTC when it names no zone, so the pager's links, which carry it without
     one, name the same moment); None for an empty text."""
@@ -97,7 +98,7 @@ def parse_moment(text: str) -> datetime | None:
         moment = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidArgumentError(
-            "'valid at' must be a date or time such as 2026-11-27 or 2026-11-27 14:30"
+            f"{what} must be a date or time such as 2026-11-27 or 2026-11-27 14:30"
         ) from None
     return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
@@ -112,19 +113,60 @@ def parse_state(text: str) -> FactState | None:
     raise InvalidArgumentError(f"show must be one of {', '.join(STATES)}, or nothing")
 
 
-def fact_page(db: Database, filters: FactFilters, offset: int, size: int = PAGE_SIZE) -> Page[Fact]:
+@dataclass(frozen=True)
+class Cursor:
+    """Where a page of facts starts, newest first: after the facts created later than
+    `until` and the first `skip` of those created at `until` (a batch shares one
+    creation time). Read through `list(until=...)`, a walk of the creation-time index
+    from there: a page deep in the list costs what the first one costs, where an offset
+    reads every row it skips."""
+
+    until: datetime
+    skip: int
+
+
+def fact_page(
+    db: Database,
+    filters: FactFilters,
+    offset: int,
+    size: int = PAGE_SIZE,
+    cursor: Cursor | None = None,
+) -> Page[Fact]:
     """A page of facts: a key's chains (oldest first), or the facts of a state (live by
-    default), now or valid at `as_of` (newest first, filtered and paged by the store)."""
+    default), now or valid at `as_of` (newest first, filtered and paged by the store;
+    from `cursor` when given, `offset` then only numbering the rows). Its next page is
+    read by cursor."""
     if filters.key:
         if filters.state in ("expired", "all"):  # a key's chain holds no expired fact
             return _scan_for_key(db, filters, offset)
         chain = [f for f in db.facts.history(key=filters.key) if filters.accepts(f)]
         return paged(chain[offset : offset + size + 1], offset, size)
-    return paged(_list(db, filters, size + 1, offset), offset, size)
+    if cursor is None:
+        rows = _list(db, filters, size + 1, offset)
+    else:
+        rows = _list(db, filters, size + 1, cursor.skip, until=cursor.until)
+    page = paged(rows, offset, size)
+    if not page.has_next:
+        return page
+    return replace(page, next_params=_next(page.rows, page.next_offset, cursor))
 
 
-def _list(db: Database, filters: FactFilters, limit: int, offset: int) -> list[Fact]:
+def _next(rows: list[Fact], offset: int, cursor: Cursor | None) -> dict[str, Any]:
+    """The query of the page after `rows`: the cursor at its last fact's creation time."""
+    last = rows[-1].created_at
+    assert last is not None  # every stored fact has one
+    skip = sum(1 for fact in rows if fact.created_at == last)
+    if cursor is not None and _aware(last) == cursor.until:
+        skip += cursor.skip  # the page began inside this creation time
+    until = _aware(last).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return {"until": until, "skip": skip, "offset": offset}
+
+
+def _list(
+    db: Database, filters: FactFilters, limit: int, offset: int, until: datetime | None = None
+) -> list[Fact]:
     return db.facts.list(
+        until=until,
         tags=filters.tags or None,
         category=filters.category,
         layer=filters.layer,

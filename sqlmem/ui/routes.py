@@ -18,6 +18,7 @@ from ..doc_records import RevisionInfo
 from ..protocols import Database
 from . import queries
 from .fact_views import (
+    Cursor,
     FactFilters,
     expired_fact,
     fact_chain,
@@ -142,7 +143,9 @@ class Pages:
             state=parse_state(_text(request, "state"))
             or ("superseded" if _text(request, "superseded") not in ("", "0") else None),
         )
-        page = fact_page(self.db, filters, _int(request, "offset", 0) or 0)
+        until = parse_moment(_text(request, "until"), "until")  # the Next link's cursor
+        cursor = None if until is None else Cursor(until, _int(request, "skip", 0) or 0)
+        page = fact_page(self.db, filters, _int(request, "offset", 0) or 0, cursor=cursor)
         return self.render("facts.html", request, page=page, filters=filters)
 
     def fact(self, request: Request) -> Response:

@@ -180,6 +180,8 @@ def test_hostile_text_renders_inert_on_every_page(demo_db):
         ("/fact", {"id": SCRIPT, "created": SCRIPT}, 400),
         ("/fact", {"id": SCRIPT, "created": "2026-01-01"}, 404),
         ("/facts", {"state": SCRIPT}, 400),
+        ("/facts", {"until": SCRIPT, "skip": "1"}, 400),
+        ("/facts", {"until": "2026-01-01", "skip": SCRIPT}, 400),
     ]:
         refused = client.get(name, params=params)
         assert refused.status_code == status
