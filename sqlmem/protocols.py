@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # numpy loads only with the stores that use it
 
     from .rules.candidates import FactCandidate
 __all__ = [
+    "ArchiveBoundary",
     "CheckResult",
     "Closable",
     "Database",
@@ -45,6 +46,7 @@ __all__ = [
     "QueryEmbedder",
     "SearchMode",
     "VectorSearch",
+    "has_archive_boundary",
     "has_forgetting",
     "has_layered_search",
     "has_vector_search",
@@ -78,11 +80,6 @@ class HistoryStore(Protocol):
     def get_all(self, session_id: str, *, include_archived: bool = False) -> list[Message]: ...
 
     def count(self, session_id: str) -> int: ...
-
-    def archived_seq(self, session_id: str) -> int:
-        """The seq up to which the session is archived: every message at or before it
-        is archived, every later one active (0: nothing archived, or no such session)."""
-        ...
 
     def set_summary(self, session_id: str, text: str) -> None: ...
 
@@ -398,6 +395,18 @@ class VectorSearch(Protocol):
 
 
 @runtime_checkable
+class ArchiveBoundary(Protocol):
+    """A history store that says where a session's archive ends without reading its
+    messages (an inspector's session page on a long session). SQLite's, the in-memory
+    and PostgreSQL's stores have it; a third party's history store need not."""
+
+    def archived_seq(self, session_id: str) -> int:
+        """The seq up to which the session is archived: every message at or before it
+        is archived, every later one active (0: nothing archived, or no such session)."""
+        ...
+
+
+@runtime_checkable
 class Forgetting(Protocol):
     """A database that forgets a source and what was derived only from it: a session, a
     message (`"msg:{session}#{seq}"`) or a document (`"doc:{path}"`), and every fact whose
@@ -405,6 +414,11 @@ class Forgetting(Protocol):
     PostgreSQL's databases all have it; a database of a third party need not."""
 
     def forget(self, source: str) -> ForgetReport: ...
+
+
+def has_archive_boundary(store: object) -> TypeGuard[ArchiveBoundary]:
+    """Whether the history `store` reads a session's archive boundary by itself."""
+    return _has(ArchiveBoundary, store)
 
 
 def has_forgetting(db: object) -> TypeGuard[Forgetting]:

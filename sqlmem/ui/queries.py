@@ -19,7 +19,7 @@ from typing import Any
 from ..context import ContextWindow, PackConfig, build_memory_pack, estimate_tokens
 from ..doc_records import DocumentInfo
 from ..errors import SqlmemError
-from ..protocols import Database, has_vector_search
+from ..protocols import Database, HistoryStore, has_archive_boundary, has_vector_search
 from ..records import Fact, Message
 from .fact_views import FactFilters, fact_page, is_expired
 from .paging import PAGE_SIZE, KeyPage, Page, key_page, paged
@@ -200,10 +200,24 @@ def session_messages(
         messages,
         history.get_summary(session_id),
         history.count(session_id),
-        history.archived_seq(session_id),
+        _archived_seq(history, session_id),
         older,
         newer,
     )
+
+
+def _archived_seq(history: HistoryStore, session_id: str) -> int:
+    """The archive boundary, read by the store itself when it can; else from the oldest
+    active message (all of them read: a third party's store) or, with none active, the
+    newest archived one."""
+    if has_archive_boundary(history):
+        return history.archived_seq(session_id)
+    active = history.count(session_id)
+    if active:
+        oldest = history.get_recent(session_id, active, pair_safe=False)[0].seq
+        return 0 if oldest is None else oldest - 1
+    archived = history.get_all(session_id, include_archived=True)
+    return archived[-1].seq or 0 if archived else 0
 
 
 def _newest_seq(db: Database, session_id: str) -> int | None:
@@ -213,7 +227,7 @@ def _newest_seq(db: Database, session_id: str) -> int | None:
     recent = history.get_recent(session_id, 1, pair_safe=False)
     if recent:
         return recent[-1].seq
-    boundary = history.archived_seq(session_id)
+    boundary = _archived_seq(history, session_id)
     if boundary and history.around(session_id, boundary, before=0, after=0):
         return boundary
     archived = history.get_all(session_id, include_archived=True)  # rare: all read

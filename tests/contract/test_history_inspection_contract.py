@@ -16,7 +16,7 @@ from targets import BACKENDS, Target, backend_target
 import sqlmem
 import sqlmem.aio
 from sqlmem import InvalidArgumentError, Message, ToolCall
-from sqlmem.protocols import HistoryStore
+from sqlmem.protocols import HistoryStore, has_archive_boundary
 
 #: Ids whose order is tricky: case, digits, NUL inside (stored escaped on PostgreSQL), the
 #: escape marker U+E000 first, characters past it, astral ones, a prefix of another.
@@ -95,6 +95,7 @@ def test_any_ids_page_in_code_point_order(ids: set[str], limit: int) -> None:
 
 def check_boundary(history: HistoryStore, session: str) -> int:
     """The boundary splits the stored messages exactly into archived and active ones."""
+    assert has_archive_boundary(history)
     boundary = history.archived_seq(session)
     active = {m.seq for m in history.get_all(session)}
     stored = [m.seq for m in history.get_all(session, include_archived=True)]
@@ -157,3 +158,42 @@ def test_inspection_reads_awaited_on_every_backend(target: Target) -> None:
             assert await adb.history.archived_seq("s2") == 0
 
     asyncio.run(main())
+
+
+class ThirdPartyHistory:
+    """A history store written against the protocol alone: every member but the
+    archive boundary, which is a capability, not part of `HistoryStore`."""
+
+    def __init__(self, inner: HistoryStore) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        if name == "archived_seq":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+for _member in ("append", "append_many", "get_recent", "pop", "around", "get_all", "count",
+                "set_summary", "get_summary", "compact", "purge", "sessions", "search",
+                "embed_pending", "max_history_len"):  # fmt: skip
+    setattr(ThirdPartyHistory, _member, property(lambda self, m=_member: getattr(self._inner, m)))
+
+
+def test_a_store_without_the_boundary_is_still_a_history_store(history: HistoryStore) -> None:
+    from sqlmem.ui.queries import _archived_seq  # the inspector's reading of the boundary
+
+    bare = ThirdPartyHistory(history)
+    assert isinstance(bare, HistoryStore) and not has_archive_boundary(bare)
+
+    def splits(boundary: int) -> bool:  # every stored message at or before it is archived
+        active = {m.seq for m in history.get_all("s")}
+        stored = [m.seq for m in history.get_all("s", include_archived=True)]
+        return all((seq is not None and seq <= boundary) == (seq not in active) for seq in stored)
+
+    assert _archived_seq(bare, "s") == 0  # type: ignore[arg-type]
+    say(history, "s", 5)
+    history.compact("s", keep_last=2)
+    history.pop("s")
+    assert splits(_archived_seq(bare, "s")) and _archived_seq(bare, "s") == 3  # type: ignore[arg-type]
+    history.compact("s", keep_last=0, summary="all")
+    assert splits(_archived_seq(bare, "s"))  # type: ignore[arg-type]
