@@ -26,7 +26,7 @@ from ..rules.window import archive_boundary
 from .history_port import MessageVectorStore, VectorsPart
 from .sql_port import SqlConnection, SqlEngine, first_value
 
-__all__ = ["HistoryCodec", "HistoryStatements", "SqlHistoryPort", "plain_text"]
+__all__ = ["HistoryCodec", "HistoryStatements", "SqlHistoryPort"]
 
 #: A message row's columns (`MESSAGE_COLUMNS`): what POP returns first.
 _MESSAGE_WIDTH = 9
@@ -68,11 +68,6 @@ class HistoryCodec:
     untext: Callable[[str], str]
     read_messages: Callable[[list[Any], str], list[Message]]
     messages: Callable[[list[Any], str], list[Message]]
-
-
-def plain_text(value: str) -> str:
-    """Text as SQLite stores it: as it is."""
-    return value
 
 
 class SqlHistoryPort(VectorsPart[V]):

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from ..config import StoreConfig
 
-__all__ = ["SqlConnection", "SqlCursor", "SqlEngine", "first_value"]
+__all__ = ["SqlConnection", "SqlCursor", "SqlEngine", "first_value", "plain_text"]
 
 
 class SqlCursor(Protocol):
@@ -56,3 +56,8 @@ def first_value(cursor: SqlCursor) -> Any:
     writing statement still open)."""
     rows = cursor.fetchall()
     return rows[0][0] if rows else None
+
+
+def plain_text(value: str) -> str:
+    """Text as SQLite stores it: as it is (PostgreSQL escapes NUL, `postgres.codec`)."""
+    return value

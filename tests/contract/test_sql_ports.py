@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
-from sqlmem import Message
+from sqlmem import Fact, Message
 from sqlmem.postgres.transfer import PostgresImportPort
 from sqlmem.postgres.transfer import import_records as pg_import_records
 from sqlmem.sqlite.transfer.importer import SQLiteImportPort
 from sqlmem.sqlite.transfer.importer import import_records as sqlite_import_records
+from sqlmem.stores.facts_port import FactStorePort
 from sqlmem.stores.history_port import HistoryPort
+from sqlmem.stores.sql_facts import SqlFactPort
 from sqlmem.stores.sql_history import SqlHistoryPort
 from sqlmem.stores.sql_import import SqlImportPort
 from sqlmem.stores.transfer_port import ImportPort
@@ -41,6 +43,32 @@ def test_history_port_is_the_shared_sql_port(sql_db: Any) -> None:
     port = sql_db.history.port
     assert isinstance(port, SqlHistoryPort)
     assert isinstance(port, HistoryPort)
+
+
+def test_fact_port_is_the_shared_sql_port(sql_db: Any) -> None:
+    port = sql_db.facts.port
+    assert isinstance(port, SqlFactPort)
+    assert isinstance(port, FactStorePort)
+
+
+def test_fact_deletes_count_what_went(sql_db: Any) -> None:
+    """The shared delete and expire: one id, many (repeated, unknown, escaped) ids, and
+    the expired facts, each counted once."""
+    from datetime import datetime, timedelta, timezone
+
+    facts = sql_db.facts
+    past = datetime.now(timezone.utc) - timedelta(days=1)
+    for i, fact_id in enumerate(["a", "b\x00c", "d", "e"]):
+        facts.index(Fact(id=fact_id, content=f"fact {i} about tags", tags=["t\x00", "u"]))
+    facts.index(Fact(id="old", content="an old fact", expires_at=past))
+    assert facts.tags() == {"t\x00": 4, "u": 4}
+    assert facts.delete_many(["a"]) == 1
+    assert facts.delete_many(["b\x00c", "b\x00c", "nope", "d"]) == 2
+    assert facts.get("d") is None and facts.get("e") is not None
+    assert facts.expire() == 1
+    assert facts.expire() == 0
+    assert facts.count() == 1
+    assert facts.tags() == {"t\x00": 1, "u": 1}
 
 
 def test_import_port_is_the_shared_sql_port(sql_db: Any) -> None:

@@ -52,7 +52,8 @@ from ...rules.encoding import dt_to_ms
 from ...rules.rows import messages_from_read_rows, messages_from_rows
 from ...search.query import segment
 from ...stores.history import HistoryStoreFront, seqs_exhausted
-from ...stores.sql_history import HistoryCodec, SqlHistoryPort, plain_text
+from ...stores.sql_history import HistoryCodec, SqlHistoryPort
+from ...stores.sql_port import plain_text
 from ..core.engine import Engine
 from ..core.purge import purge_session
 from ..core.writer import Writer

@@ -29,8 +29,8 @@ from ...rules.export_format import (
 )
 from ...rules.import_merge import StoredFact
 from ...search.query import segment
-from ...stores.sql_history import plain_text
 from ...stores.sql_import import SqlImportBatch, SqlImportPort
+from ...stores.sql_port import plain_text
 from ...stores.transfer import Importers
 from ..stores.chains import link_supersessions
 from ..stores.facts_sql import IMPORT_STORED_FACT
