@@ -15,8 +15,10 @@ from sqlmem.postgres.transfer import PostgresImportPort
 from sqlmem.postgres.transfer import import_records as pg_import_records
 from sqlmem.sqlite.transfer.importer import SQLiteImportPort
 from sqlmem.sqlite.transfer.importer import import_records as sqlite_import_records
+from sqlmem.stores.documents_port import DocumentPort
 from sqlmem.stores.facts_port import FactStorePort
 from sqlmem.stores.history_port import HistoryPort
+from sqlmem.stores.sql_documents import SqlDocumentPort
 from sqlmem.stores.sql_facts import SqlFactPort
 from sqlmem.stores.sql_history import SqlHistoryPort
 from sqlmem.stores.sql_import import SqlImportPort
@@ -69,6 +71,31 @@ def test_fact_deletes_count_what_went(sql_db: Any) -> None:
     assert facts.expire() == 0
     assert facts.count() == 1
     assert facts.tags() == {"t\x00": 1, "u": 1}
+
+
+def test_document_port_is_the_shared_sql_port(sql_db: Any) -> None:
+    port = sql_db.docs.port
+    assert isinstance(port, SqlDocumentPort)
+    assert isinstance(port, DocumentPort)
+
+
+def test_document_flags_and_contents(sql_db: Any) -> None:
+    """The shared flag writes say whether the document is there; contents come back
+    decoded, in prompt order."""
+    docs = sql_db.docs
+    docs.write("b.md", "second\x00")
+    docs.write("a.md", "first")
+    port = docs.port
+    assert port.set_enabled("b.md", False) is True
+    assert port.set_enabled("a.md", True) is True
+    assert port.set_enabled("nope.md", False) is False
+    assert port.set_sort_order("a.md", 5) is True
+    assert port.set_sort_order("nope.md", 5) is False
+    assert port.set_sort_order("b.md", 1) is True
+    assert docs.read("b.md").content == "second\x00"
+    assert [i.path for i in docs.list()] == ["b.md", "a.md"]
+    assert port.enabled_contents() == [("a.md", "first")]
+    assert port.all_contents() == [("a.md", "first"), ("b.md", "second\x00")]
 
 
 def test_import_port_is_the_shared_sql_port(sql_db: Any) -> None:
