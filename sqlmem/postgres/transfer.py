@@ -235,14 +235,18 @@ class PostgresImportBatch(SqlImportBatch):
         self._db, self._compiler = db, compiler
         self._docs = self._tokens = 0  # messages added, and their tokens
 
-    def _message_values(self, message: Message) -> dict[str, Any]:
-        return dict(
-            zip(APPEND_COLUMNS, message_row(self._compiler, message, self._now), strict=True)
-        )
+    def _added(self, cursor: Any) -> bool:
+        return bool(cursor.rowcount)
 
-    def _message_added(self, values: dict[str, Any]) -> None:
+    def _message_params(self, ref: str, seq: int, message: Message) -> dict[str, Any]:
+        values = message_row(self._compiler, message, self._now)
+        params = dict(zip(APPEND_COLUMNS, values, strict=True))
+        params.update(agent=self._agent, ref=ref, seq=seq)
+        return params
+
+    def _message_added(self, params: dict[str, Any]) -> None:
         self._docs += 1
-        self._tokens += int(values["doc_len"])
+        self._tokens += int(params["doc_len"])
 
     def _messages_done(self) -> None:
         if self._docs:

@@ -74,8 +74,7 @@ ON CONFLICT (agent_id, session_id) DO UPDATE SET
 RETURNING session_id, summary
 """
 
-# A message already there under its (session, seq) is left as it is; a row comes back only
-# when the message was added.
+# A message already there under its (session, seq) is left as it is.
 IMPORT_MESSAGE = """
 INSERT INTO messages (agent_id, session_id, seq, role, content, name, tool_call_id,
                       tool_calls, is_error, metadata, created_at, doc_len, tsv)
@@ -83,7 +82,6 @@ VALUES (%(agent)s, %(ref)s, %(seq)s, %(role)s, %(content)s, %(name)s, %(tool_cal
         %(tool_calls)s, %(is_error)s, %(metadata)s, %(created_at)s, %(doc_len)s,
         %(tsv)s::tsvector)
 ON CONFLICT (agent_id, session_id, seq) DO NOTHING
-RETURNING 1
 """
 
 # Seqs below the counter with no message (popped ones, or gaps in a hand-made file) are

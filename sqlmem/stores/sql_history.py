@@ -87,11 +87,12 @@ class SqlHistoryPort(VectorsPart[V]):
         self._engine = engine
         self._sql = statements
         self._codec = codec
+        self._text = codec.text
         self._agent = agent
 
     def _params(self, session_id: str, **values: Any) -> dict[str, Any]:
         values["agent"] = self._agent
-        values["session"] = self._codec.text(session_id)
+        values["session"] = self._text(session_id)
         return values
 
     # -- writes ---------------------------------------------------------------------------
@@ -207,10 +208,10 @@ class SqlHistoryPort(VectorsPart[V]):
 
     def count(self, session_id: str) -> int:
         """One row read: last_seq - archived_seq - holes."""
-        params = self._params(session_id)
+        params = {"agent": self._agent, "session": self._text(session_id)}
         with self._engine.read() as conn:
-            value = first_value(conn.execute(self._sql.COUNT, params))
-        return int(value or 0)
+            rows = conn.execute(self._sql.COUNT, params).fetchall()
+        return int(rows[0][0]) if rows else 0
 
     def summary(self, session_id: str) -> str:
         params = self._params(session_id)

@@ -32,7 +32,7 @@ class ImportStatements(Protocol):
     #: Merge a session (counter and boundary only move forward; see each dialect's text);
     #: returns (ref, summary): what its messages point at, and the summary it now has.
     IMPORT_SESSION: str
-    #: A message unless its (session, seq) is there; returns a row only when it was added.
+    #: A message unless its (session, seq) is there (`_added` tells which).
     IMPORT_MESSAGE: str
     SELECT_SUMMARY: str
     #: The touched sessions (`sessions`, the codec's array of refs) count their holes again.
@@ -82,20 +82,26 @@ class SqlImportBatch:
         """Merge the message's session, insert the message."""
         archived = row.seq if row.archived else 0
         ref = self._session(row.session_id, row.seq, archived, "", self._unindexed)[0]
-        values = self._message_values(row.message)
-        values.update(agent=self._agent, ref=ref, seq=row.seq)
-        if self._conn.execute(self._sql.IMPORT_MESSAGE, values).fetchall():
+        params = self._message_params(ref, row.seq, row.message)
+        if self._added(self._conn.execute(self._sql.IMPORT_MESSAGE, params)):
             counts.messages += 1
-            self._message_added(values)
+            self._message_added(params)
         else:
             counts.messages_skipped += 1
         self._sessions.add(ref)
 
-    def _message_values(self, message: Message) -> dict[str, Any]:
-        """The message's stored columns by name (the dialect's IMPORT_MESSAGE names)."""
+    def _message_params(self, ref: Any, seq: int, message: Message) -> Any:
+        """IMPORT_MESSAGE's values for the message at `seq` of the session `ref`: the
+        hot loop of an import, so each dialect binds them its cheapest way (SQLite: in
+        the statement's order)."""
         raise NotImplementedError
 
-    def _message_added(self, values: dict[str, Any]) -> None:
+    def _added(self, cursor: Any) -> bool:
+        """Whether IMPORT_MESSAGE added its row, as the driver tells it (no row returned
+        to fetch: SQLite counts changes, psycopg a cursor's rowcount)."""
+        raise NotImplementedError
+
+    def _message_added(self, params: Any) -> None:
         """After a message was added (PostgreSQL counts it for its statistics)."""
 
     def summary(self, row: SummaryRow, counts: ImportCounts) -> None:

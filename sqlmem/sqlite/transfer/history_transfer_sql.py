@@ -60,15 +60,14 @@ ON CONFLICT(session_id) DO UPDATE SET
         THEN excluded.updated_at ELSE sessions.updated_at END
 RETURNING pk, summary
 """
-# A message already there under its (session, seq) is left as it is; a row comes back only
-# when the message was added.
+# A message already there under its (session, seq) is left as it is. The importer binds
+# the values in this order.
 IMPORT_MESSAGE = """
 INSERT INTO messages(session, seq, role, content, name, tool_call_id, tool_calls, is_error,
                      metadata, created_at, searchable, search_text)
 VALUES (:ref, :seq, :role, :content, :name, :tool_call_id, :tool_calls, :is_error,
         :metadata, :created_at, :searchable, :search_text)
 ON CONFLICT(session, seq) DO NOTHING
-RETURNING 1
 """
 
 # An import may bring messages with holes (an export of a session that popped): the

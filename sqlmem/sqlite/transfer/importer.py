@@ -90,20 +90,25 @@ class SQLiteImportBatch(SqlImportBatch):
         # like appended ones (see history.index_unsearchable_messages).
         self._unindexed = 1 - self._searchable
 
-    def _message_values(self, message: Message) -> dict[str, Any]:
+    def _added(self, cursor: apsw.Cursor) -> bool:
+        return bool(self._conn.changes())
+
+    def _message_params(self, ref: int, seq: int, message: Message) -> tuple[Any, ...]:
         created = self._now if message.created_at is None else dt_to_ms(message.created_at)
-        return {
-            "role": message.role,
-            "content": message.content,
-            "name": message.name,
-            "tool_call_id": message.tool_call_id,
-            "tool_calls": encode_tool_calls(message.tool_calls),
-            "is_error": int(message.is_error),
-            "metadata": encode_metadata(message.metadata),
-            "created_at": created,
-            "searchable": self._searchable,
-            "search_text": segment(message.content),
-        }
+        return (
+            ref,
+            seq,
+            message.role,
+            message.content,
+            message.name,
+            message.tool_call_id,
+            encode_tool_calls(message.tool_calls),
+            int(message.is_error),
+            encode_metadata(message.metadata),
+            created,
+            self._searchable,
+            segment(message.content),
+        )
 
     def document(self, row: DocumentRow, counts: ImportCounts) -> None:
         import_document(self._conn, row, self._db.config.doc_revisions, counts)
