@@ -37,6 +37,7 @@ __all__ = [
     "Database",
     "DocumentStore",
     "Embedder",
+    "FactState",
     "FactStore",
     "Forgetting",
     "HistoryStore",
@@ -53,6 +54,9 @@ __all__ = [
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
 #: The modes of `HistoryStore.search`.
 HistoryMode = Literal["any", "vector", "hybrid"]
+#: Which stored facts `FactStore.list(state=...)` shows: the live ones (what every
+#: other read shows), the superseded ones, the expired ones not yet deleted, or all.
+FactState = Literal["live", "superseded", "expired", "all"]
 
 
 @runtime_checkable
@@ -75,6 +79,11 @@ class HistoryStore(Protocol):
 
     def count(self, session_id: str) -> int: ...
 
+    def archived_seq(self, session_id: str) -> int:
+        """The seq up to which the session is archived: every message at or before it
+        is archived, every later one active (0: nothing archived, or no such session)."""
+        ...
+
     def set_summary(self, session_id: str, text: str) -> None: ...
 
     def get_summary(self, session_id: str) -> str: ...
@@ -83,7 +92,7 @@ class HistoryStore(Protocol):
 
     def purge(self, session_id: str) -> None: ...
 
-    def sessions(self) -> list[str]: ...
+    def sessions(self, *, after: str | None = None, limit: int | None = None) -> list[str]: ...
 
     def search(
         self,
@@ -169,6 +178,7 @@ class FactStore(Protocol):
         kind: str | None = None,
         min_confidence: float | None = None,
         as_of: datetime | None = None,
+        state: FactState = "live",
     ) -> builtins.list[Fact]: ...
 
     def tags(self) -> dict[str, int]: ...

@@ -41,6 +41,7 @@ class AsyncHistoryStore(AsyncStore):
     around = off_loop(HistoryStore.around)
     get_all = off_loop(HistoryStore.get_all)
     count = off_loop(HistoryStore.count)
+    archived_seq = off_loop(HistoryStore.archived_seq)
     set_summary = off_loop(HistoryStore.set_summary, write=True)
     get_summary = off_loop(HistoryStore.get_summary)
     compact = off_loop(HistoryStore.compact)

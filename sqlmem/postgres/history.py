@@ -189,6 +189,18 @@ class PostgresHistoryPort(SqlHistoryPort["MessageVectors"]):
 
     # -- reads --------------------------------------------------------------------------
 
+    def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
+        # text cannot hold NUL: the ids after `p + NUL + ...` are those after `p`
+        start = (after or "").split("\x00", 1)[0]
+        params = {"agent": self._agent, "after": start, "limit": limit}
+        with self._engine.read() as conn:
+            plain = [r[0] for r in conn.execute(sql.SESSIONS_AFTER, params)]
+            escaped = [decode(r[0]) for r in conn.execute(sql.SESSIONS_ESCAPED, params)]
+        if after is not None:
+            escaped = [e for e in escaped if e > after]
+        listed = sorted(plain + escaped) if escaped else plain
+        return listed if limit is None else listed[:limit]
+
     def search_words(self, query: str, session_id: str | None, top_k: int) -> list[Message]:
         """Ranked in the server when every term is one lexeme and there are few; else the
         statistics and the candidates are read in one snapshot and ranked here."""

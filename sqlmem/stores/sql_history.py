@@ -46,6 +46,7 @@ class HistoryStatements(Protocol):
     AROUND: str  # MESSAGE_COLUMNS rows
     COUNT: str
     SELECT_SUMMARY: str
+    SELECT_ARCHIVED_SEQ: str
     SESSIONS: str
     OLDEST_KEPT: str
     FIRST_NON_TOOL_AT_OR_BEFORE: str
@@ -212,6 +213,12 @@ class SqlHistoryPort(VectorsPart[V]):
         with self._engine.read() as conn:
             rows = conn.execute(self._sql.COUNT, params).fetchall()
         return int(rows[0][0]) if rows else 0
+
+    def archived_seq(self, session_id: str) -> int:
+        params = {"agent": self._agent, "session": self._text(session_id)}
+        with self._engine.read() as conn:
+            value = first_value(conn.execute(self._sql.SELECT_ARCHIVED_SEQ, params))
+        return int(value or 0)
 
     def summary(self, session_id: str) -> str:
         params = self._params(session_id)

@@ -225,6 +225,11 @@ class SQLiteHistoryPort(SqlHistoryPort["MessageVectors"]):
 
     # -- reads ----------------------------------------------------------------------------
 
+    def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
+        params = {"after": after or "", "limit": -1 if limit is None else limit}
+        with self._engine.read() as conn:
+            return [row[0] for row in conn.execute(sql.SESSIONS_AFTER, params)]
+
     def search_words(self, query: str, session_id: str | None, top_k: int) -> list[Message]:
         """`score` is the negated FTS5 bm25. On large histories the result may leave out
         messages made only of common words, and rank a message that holds some of the
