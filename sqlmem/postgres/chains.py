@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..errors import FactNotFoundError, InvalidArgumentError
-from ..rules.chains import Link, chain_name, place, supersede_valid_from
-from ..rules.filters import FactRow
+from ..rules.chains import Link, chain_name, place
+from ..rules.filters import FactRow, superseding_row
 from .codec import encode
 from .engine import Conn
 
@@ -120,17 +119,11 @@ def prepare_supersede(
 ) -> tuple[FactRow, str]:
     """As `sqlite.chains.prepare_supersede`: the row to write and its chain."""
     found = conn.execute(_OLD_FACT, {"agent": agent, "id": encode(old_id), "now": now}).fetchone()
-    if found is None:
-        raise FactNotFoundError(f"no fact with id {old_id!r}")
-    _, key, chain, layer, old_from = found
-    if row.key and row.key != key:
-        raise InvalidArgumentError(
-            f"supersede keeps the old fact's key {key!r}; the new fact has key {row.key!r}"
-        )
-    if row.id == old_id:
-        raise InvalidArgumentError("a fact cannot supersede itself: give the new fact its own id")
+    old = None if found is None else (found[1], found[3], int(found[4]))
+    new = superseding_row(row, old_id, old, now)  # raises when there is no old fact
+    assert found is not None
+    _, key, chain, _, old_from = found
     if chain is None:
         chain = chain_name(key, encode(old_id))
         conn.execute(_JOIN_CHAIN, (chain, old_from, agent, encode(old_id)))
-    valid_from = supersede_valid_from(row.valid_from_ms, int(old_from), now)
-    return row._replace(key=key, layer=layer, valid_from_ms=valid_from), str(chain)
+    return new, str(chain)

@@ -31,6 +31,7 @@ from ..rules.encoding import now_ms
 from ..search.query import MAX_QUERY_TERMS, QueryCompiler, compiler_for
 from ..stores.documents import DocumentStoreFront
 from ..stores.documents_port import DocumentChange, DocumentQuery
+from ..stores.sql_documents import SqlDocumentPort
 from . import docs_sql as sql
 from .codec import decode, encode
 from .doc_index import insert_blocks, write_blocks
@@ -41,27 +42,21 @@ from .ranking import best, lexemes, single_lexemes, tsquery
 __all__ = ["PostgresDocumentPort", "PostgresDocumentStore"]
 
 
-class PostgresDocumentPort:
+class PostgresDocumentPort(SqlDocumentPort):
     """`DocumentPort` over one agent's rows of a PostgreSQL database; thread-safe."""
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._agent = engine.agent_id
+        super().__init__(engine, sql, engine.agent_id, decode)
+        self._engine: Engine = engine
+        self._agent: str = engine.agent_id
         self._compiler = compiler_for(engine.config.tokenizer)
 
     @property
     def compiler(self) -> QueryCompiler:
         return self._compiler
 
-    @property
-    def revisions_kept(self) -> int:
-        return self._engine.config.doc_revisions
-
     def describe(self) -> str:
         return f"<PostgresDocumentStore agent={self._agent!r}>"
-
-    def _key(self, path: str, **more: Any) -> dict[str, Any]:
-        return {"agent": self._agent, "path": path, **more}
 
     # -- writes -------------------------------------------------------------------------
 
@@ -110,12 +105,6 @@ class PostgresDocumentPort:
             conn.execute(sql.LOCK_CORPUS, (self._agent, sql.DOCUMENTS))
             return conn.execute(sql.DELETE, self._key(path)).fetchone() is not None
 
-    def set_enabled(self, path: str, enabled: bool) -> bool:
-        return _changed(self._engine, sql.SET_ENABLED, self._key(path, enabled=enabled))
-
-    def set_sort_order(self, path: str, order: int) -> bool:
-        return _changed(self._engine, sql.SET_SORT_ORDER, self._key(path, order=order))
-
     def _revision_text(self, conn: Conn, path: str, revision: int) -> RevisionText | None:
         row = conn.execute(sql.READ_REVISION, self._key(path, revision=revision)).fetchone()
         if row is None:
@@ -124,17 +113,6 @@ class PostgresDocumentPort:
         return RevisionText(current, None if content is None else decode(content))
 
     # -- reads --------------------------------------------------------------------------
-
-    def read(self, path: str) -> tuple[Any, ...] | None:
-        with self._engine.read() as conn:
-            row = conn.execute(sql.READ, self._key(path)).fetchone()
-        if row is None:
-            return None
-        return (row[0], decode(row[1]), *row[2:])
-
-    def infos(self, prefix: str) -> builtins.list[tuple[Any, ...]]:
-        with self._engine.read() as conn:
-            return conn.execute(sql.LIST, {"agent": self._agent, "prefix": prefix}).fetchall()
 
     def revision_infos(self, path: str) -> builtins.list[tuple[Any, ...]] | None:
         with self._engine.read() as conn:
@@ -196,18 +174,6 @@ class PostgresDocumentPort:
             if (hit := found.get(key)) is not None
         ]
 
-    def enabled_contents(self) -> builtins.list[tuple[str, str]]:
-        return _contents(self._engine, sql.ENABLED_CONTENTS, {"agent": self._agent})
-
-    def memory_contents(self, first: str, last: str) -> builtins.list[tuple[str, str]]:
-        return _contents(
-            self._engine, sql.MEMORY_CONTEXT, {"agent": self._agent, "first": first, "last": last}
-        )
-
-    def all_contents(self) -> builtins.list[tuple[str, str]]:
-        # one statement: the files agree with each other
-        return _contents(self._engine, sql.READ_CONTENTS, {"agent": self._agent})
-
 
 class PostgresDocumentStore(DocumentStoreFront):
     """`DocumentStore` over one agent's rows: the shared front over `PostgresDocumentPort`."""
@@ -219,16 +185,3 @@ class PostgresDocumentStore(DocumentStoreFront):
 def _stored(row: tuple[Any, ...]) -> Stored:
     enabled, order, revision, created, updated, size, content = row
     return Stored(enabled, order, revision, created, updated, size, decode(content))
-
-
-def _changed(engine: Engine, statement: str, params: dict[str, Any]) -> bool:
-    """Run one write statement; whether it changed a row (False: no document there)."""
-    with engine.write() as conn:
-        return conn.execute(statement, params).rowcount > 0
-
-
-def _contents(engine: Engine, statement: str, params: dict[str, Any]) -> list[tuple[str, str]]:
-    """(path, content) rows, the contents decoded."""
-    with engine.read() as conn:
-        rows = conn.execute(statement, params).fetchall()
-    return [(path, decode(content)) for path, content in rows]

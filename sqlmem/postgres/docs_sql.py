@@ -75,8 +75,9 @@ UPDATE_CONTENT = (
     f" WHERE {_ONE}"
 )
 UPDATE_FLAGS = f"UPDATE documents SET enabled = %(enabled)s, sort_order = %(order)s WHERE {_ONE}"
-SET_ENABLED = f"UPDATE documents SET enabled = %(enabled)s WHERE {_ONE}"
-SET_SORT_ORDER = f"UPDATE documents SET sort_order = %(order)s WHERE {_ONE}"
+#: Each returns a row when the document is there.
+SET_ENABLED = f"UPDATE documents SET enabled = %(enabled)s WHERE {_ONE} RETURNING 1"
+SET_SORT_ORDER = f"UPDATE documents SET sort_order = %(order)s WHERE {_ONE} RETURNING 1"
 #: The document, its revisions and blocks (they cascade), and the blocks' share of the
 #: BM25 statistics, in one statement. Returns a row when the document existed.
 DELETE = f"""

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..rules.doc_blocks import split_blocks
 from ..rules.doc_writes import imports_revision, merge_imported_document
-from ..rules.export_format import DocumentRow, ImportCounts, RevisionRow, iso_from_ms
+from ..rules.export_format import DocumentRow, ImportCounts, RevisionRow
+from ..rules.export_records import document_record, revision_record
 from . import transfer_sql as sql
 from .codec import decode, encode
 from .doc_index import insert_blocks, write_blocks
@@ -49,17 +50,8 @@ def export_documents(db: PostgresDB) -> Iterator[dict[str, Any]]:
     while True:
         with db._engine.read() as conn:
             rows = conn.execute(sql.EXPORT_DOCUMENTS_PAGE, (db.agent_id, after, _PAGE)).fetchall()
-        for path, content, enabled, order, revision, created, updated in rows:
-            yield {
-                "type": "document",
-                "path": path,
-                "content": decode(content),
-                "enabled": bool(enabled),
-                "sort_order": order,
-                "revision": revision,
-                "created_at": iso_from_ms(created),
-                "updated_at": iso_from_ms(updated),
-            }
+        for path, content, *rest in rows:
+            yield document_record(path, decode(content), *rest)
         if len(rows) < _PAGE:
             break
         after = rows[-1][0]
@@ -68,13 +60,7 @@ def export_documents(db: PostgresDB) -> Iterator[dict[str, Any]]:
         with db._engine.read() as conn:
             revs = conn.execute(sql.EXPORT_REVISIONS_PAGE, (db.agent_id, *key, _PAGE)).fetchall()
         for path, revision, content, updated in revs:
-            yield {
-                "type": "revision",
-                "path": path,
-                "revision": revision,
-                "content": decode(content),
-                "updated_at": iso_from_ms(updated),
-            }
+            yield revision_record(path, revision, decode(content), updated)
         if len(revs) < _PAGE:
             return
         key = (revs[-1][0], revs[-1][1])

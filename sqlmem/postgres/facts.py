@@ -18,6 +18,7 @@ as in the twin.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from ..rules.rows import facts_from_rows
 from ..search.query import MAX_QUERY_TERMS, QueryCompiler, compiler_for
 from ..stores.facts import FactStoreFront
 from ..stores.facts_port import FactListing, FactQuery
-from ..stores.facts_vectors import PortVectors
+from ..stores.sql_facts import FactCodec, SqlFactPort
 from . import chains, items
 from . import facts_sql as sql
 from .codec import decode, encode
@@ -45,11 +46,12 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresFactPort", "PostgresFactStore", "meta_jsonb"]
 
-#: Where a stored row (`facts_sql.FACT_COLUMNS`) holds the key.
-_KEY = 16
+
+#: Text escaped as `codec` says; ids to delete as one text array.
+_CODEC = FactCodec(encode, decode, decoded, list)
 
 
-class PostgresFactPort:
+class PostgresFactPort(SqlFactPort[Engine, "FactVectors"]):
     """One agent's fact rows in a PostgreSQL database; thread-safe (pooled connections,
     the agent's corpus row locked by every write)."""
 
@@ -59,12 +61,10 @@ class PostgresFactPort:
     )
 
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
-        self._engine = engine
-        self._agent = engine.agent_id
+        vectors_of = partial(_fact_vectors, engine)
+        super().__init__(engine, sql, engine.agent_id, _CODEC, embedder, vectors_of)
+        self._agent: str = engine.agent_id
         self._compiler = compiler_for(engine.config.tokenizer)
-        self.vectors: PortVectors[FactVectors] = PortVectors.of(
-            embedder, partial(_fact_vectors, engine)
-        )
         with engine.read() as conn:  # one index probe when nothing is missing
             missing = conn.execute(sql.ANY_UNFINGERPRINTED, (self._agent,)).fetchone()
         if missing:
@@ -78,6 +78,22 @@ class PostgresFactPort:
     @property
     def compiler(self) -> QueryCompiler:
         return self._compiler
+
+    def _snapshot(self) -> AbstractContextManager[Conn]:
+        return self._engine.snapshot()
+
+    def _place_keyed(self, conn: Conn, facts: list[tuple[str, str]]) -> None:
+        chains.place_keyed(conn, self._agent, facts)
+
+    def _writing_facts(self, conn: Conn) -> None:
+        """Every writer of the agent's facts locks its statistics first (lock order)."""
+        conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
+
+    def _removed(self, conn: Conn, gone: list[Any]) -> None:
+        """The removed facts' share of the BM25 statistics goes in their transaction."""
+        if gone:
+            stats = (-len(gone), -sum(r[0] for r in gone), self._agent, sql.FACTS)
+            conn.execute(sql.UPDATE_STATS, stats)
 
     # -- writes -------------------------------------------------------------------------
 
@@ -148,17 +164,6 @@ class PostgresFactPort:
             self.vectors.write(conn, prepared)
         return row.id
 
-    def promote(self, fact_id: str, layer: str) -> Fact | None:
-        now = now_ms()
-        params = {"agent": self._agent, "id": encode(fact_id), "layer": layer, "now": now}
-        with self._engine.write() as conn:
-            conn.execute(sql.PROMOTE, params)  # facts_chain_move: out of its chain
-            rows = conn.execute(sql.SELECT_ONE, params).fetchall()
-            if rows and rows[0][_KEY]:  # into its key's chain of the new layer
-                chains.place_keyed(conn, self._agent, [(encode(fact_id), str(rows[0][_KEY]))])
-                rows = conn.execute(sql.SELECT_ONE, params).fetchall()
-        return facts_from_rows(decoded(rows), ranked=False)[0] if rows else None
-
     def promote_eligible(self, params: dict[str, Any]) -> list[str]:
         params.update(agent=self._agent, now=now_ms())
         with self._engine.write() as conn:
@@ -168,68 +173,7 @@ class PostgresFactPort:
         rows.sort(key=lambda r: (r[1], r[2]))  # oldest first, as the twin orders them
         return [decode(r[0]) for r in rows]
 
-    def expire(self) -> int:
-        """Delete the expired facts, and their share of the BM25 statistics."""
-        with self._engine.write() as conn:
-            conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
-            lengths = [
-                r[0] for r in conn.execute(sql.EXPIRE, {"agent": self._agent, "now": now_ms()})
-            ]
-            if lengths:
-                conn.execute(
-                    sql.UPDATE_STATS, (-len(lengths), -sum(lengths), self._agent, sql.FACTS)
-                )
-        return len(lengths)
-
-    def delete(self, ids: Sequence[str]) -> int:
-        """Expired facts (stored until expire()) are deleted and counted too, as on
-        SQLite and in memory."""
-        wanted = sorted({encode(i) for i in ids})
-        with self._engine.write() as conn:
-            conn.execute(sql.LOCK_CORPUS, (self._agent, sql.FACTS))
-            gone = conn.execute(sql.DELETE, (self._agent, wanted)).fetchall()
-            if gone:
-                conn.execute(
-                    sql.UPDATE_STATS,
-                    (-len(gone), -sum(r[0] for r in gone), self._agent, sql.FACTS),
-                )
-        return len(gone)
-
     # -- reads --------------------------------------------------------------------------
-
-    def _read(self, statement: str, **params: Any) -> list[Any]:
-        """The rows of one statement over this agent's rows, as of now."""
-        with self._engine.read() as conn:
-            return conn.execute(
-                statement, {"agent": self._agent, "now": now_ms(), **params}
-            ).fetchall()
-
-    def get(self, fact_id: str) -> Fact | None:
-        rows = self._read(sql.SELECT_ONE, id=encode(fact_id))
-        return facts_from_rows(decoded(rows), ranked=False)[0] if rows else None
-
-    def count(self) -> int:
-        rows = self._read(sql.COUNT)
-        return int(rows[0][0]) if rows else 0
-
-    def history_of_key(self, key: str) -> list[Fact]:
-        params = {"agent": self._agent, "now": now_ms(), "key": key}
-        with self._engine.snapshot() as conn:
-            rows = conn.execute(sql.HISTORY_BY_KEY, params).fetchall()
-        return facts_from_rows(decoded(rows), ranked=False)
-
-    def history_of_fact(self, fact_id: str) -> list[Fact]:
-        params: dict[str, Any] = {"agent": self._agent, "now": now_ms(), "id": encode(fact_id)}
-        with self._engine.snapshot() as conn:
-            found = conn.execute(sql.CHAIN_OF, params).fetchone()
-            if found is None:
-                return []
-            if found[0] is None:
-                rows = conn.execute(sql.SELECT_ONE, params).fetchall()
-            else:
-                params.update(chain=found[0], layer=found[1])
-                rows = conn.execute(sql.HISTORY_OF_CHAIN, params).fetchall()
-        return facts_from_rows(decoded(rows), ranked=False)
 
     def ranked(self, query: FactQuery) -> list[Fact]:
         """BM25 in the server for a query of single-token words; else the candidates'
@@ -296,13 +240,6 @@ class PostgresFactPort:
             if not rows or len(rows) < (listing.limit or 0):
                 rows = conn.execute(sql.list_sql(*keys, listing.state), params).fetchall()
         return facts_from_rows(decoded(rows), ranked=False)
-
-    def tags(self) -> dict[str, int]:
-        counts = {decode(t): int(n) for t, n in self._read(sql.TAGS)}
-        return dict(sorted(counts.items()))
-
-    def categories(self) -> list[str]:
-        return sorted(r[0] for r in self._read(sql.CATEGORIES))
 
 
 def _fact_vectors(engine: Engine, embedding: Embedding) -> FactVectors:

@@ -14,11 +14,15 @@ from .ranking import bm25_statement
 __all__ = [
     "ANY_UNFINGERPRINTED",
     "CATEGORIES",
+    "CHAIN_OF",
     "COUNT",
-    "DELETE",
+    "DELETE_MANY",
+    "DELETE_ONE",
     "EXPIRE",
     "FACTS",
     "FACT_COLUMNS",
+    "HISTORY_BY_KEY",
+    "HISTORY_OF_CHAIN",
     "ID_EXISTS",
     "LIVE",
     "LOCK_CORPUS",
@@ -102,7 +106,10 @@ ON CONFLICT (agent_id, id) DO UPDATE SET
     key = excluded.key, valid_from = coalesce(excluded.valid_from, f.valid_from)
 """
 
-DELETE = "DELETE FROM facts WHERE agent_id = %s AND id = ANY(%s) RETURNING doc_len"
+DELETE_ONE = "DELETE FROM facts WHERE agent_id = %(agent)s AND id = %(id)s RETURNING doc_len"
+DELETE_MANY = """
+DELETE FROM facts WHERE agent_id = %(agent)s AND id = ANY(%(ids)s) RETURNING doc_len
+"""
 
 SELECT_ONE = (
     f"SELECT {FACT_COLUMNS} FROM facts AS f"

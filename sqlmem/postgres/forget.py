@@ -51,7 +51,7 @@ class Database(Protocol):
     def atomic(self) -> AbstractContextManager[None]: ...
 
 
-_ARCHIVED = 1  # history_sql.SELECT_SESSION's archived_seq
+_ARCHIVED = 2  # history_sql.SELECT_SESSION's archived_seq
 
 _SESSION_MESSAGES = "SELECT count(*) FROM messages WHERE agent_id = %s AND session_id = %s"
 _DELETE_MESSAGE = """
@@ -103,10 +103,10 @@ def forget(db: Database, source: str) -> ForgetReport:
 def _forget_message(conn: Any, agent: str, target: ForgetSource) -> int:
     session = encode(target.session)
     conn.execute(history_sql.LOCK_CORPUS, (agent, history_sql.MESSAGES))
-    state = conn.execute(history_sql.SELECT_SESSION, (agent, session)).fetchone()
+    params = {"agent": agent, "session": session, "seq": target.seq, "now": now_ms()}
+    state = conn.execute(history_sql.SELECT_SESSION, params).fetchone()
     if state is None:
         return 0
-    params = {"agent": agent, "session": session, "seq": target.seq, "now": now_ms()}
     row = conn.execute(_DELETE_MESSAGE, params).fetchone()
     if row is None:
         return 0

@@ -40,9 +40,8 @@ from psycopg import errors as pg
 
 from ..records import Message
 from ..rules.checks import check_text, encode_metadata, encode_tool_calls
-from ..rules.encoding import dt_to_ms, now_ms
+from ..rules.encoding import dt_to_ms
 from ..rules.rows import messages_from_rows
-from ..rules.window import archive_boundary
 from ..search.query import (
     MAX_QUERY_TERMS,
     QueryCompiler,
@@ -51,7 +50,7 @@ from ..search.query import (
     segment,
 )
 from ..stores.history import HistoryStoreFront, seqs_exhausted
-from ..stores.history_port import VectorsPart
+from ..stores.sql_history import HistoryCodec, SqlHistoryPort
 from . import history_sql as sql
 from .codec import decode, encode
 from .engine import Conn, Engine
@@ -101,16 +100,25 @@ def message_row(compiler: QueryCompiler, m: Message, now: int) -> list[Any]:
     ]
 
 
-class PostgresHistoryPort(VectorsPart["MessageVectors"]):
+def _messages(rows: list[Any], session_id: str) -> list[Message]:
+    return messages_from_rows(_decoded(rows), session_id)
+
+
+#: Text escaped as `codec` says; every read is of MESSAGE_COLUMNS rows.
+_CODEC = HistoryCodec(encode, decode, _messages, _messages)
+
+
+class PostgresHistoryPort(SqlHistoryPort["MessageVectors"]):
     """The history store's storage operations over one agent's rows (`HistoryPort`);
     thread-safe."""
 
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
         """`embedder`: messages with text get vectors, and search modes "vector" and
         "hybrid" (`message_vectors`)."""
-        super().__init__(engine.config, embedder, partial(_message_vectors, engine))
-        self._engine = engine
-        self._agent = engine.agent_id
+        vectors_of = partial(_message_vectors, engine)
+        super().__init__(engine, sql, _CODEC, engine.agent_id, embedder, vectors_of)
+        self._engine: Engine = engine
+        self._agent: str = engine.agent_id
         self.compiler = compiler_for(engine.config.tokenizer)
 
     @property
@@ -159,72 +167,13 @@ class PostgresHistoryPort(VectorsPart["MessageVectors"]):
                 self._archive(conn, params["session"], (last, archived, holes), limit, None)
         return list(range(last - count + 1, last + 1))
 
-    def set_summary(self, session_id: str, text: str, now: int) -> None:
-        with self._engine.write() as conn:
-            conn.execute(sql.SET_SUMMARY, (self._agent, encode(session_id), encode(text), now, now))
+    def _writing_messages(self, conn: Conn) -> None:
+        """Every writer of the agent's messages locks its statistics first (lock order)."""
+        conn.execute(sql.LOCK_CORPUS, (self._agent, sql.MESSAGES))
 
-    def compact(self, session_id: str, keep_last: int, summary: str | None, now: int) -> int:
-        session, stored = encode(session_id), None if summary is None else encode(summary)
-        with self._engine.write() as conn:
-            state = conn.execute(sql.SELECT_SESSION, (self._agent, session)).fetchone()
-            if state is None:
-                if stored is not None:
-                    conn.execute(sql.SET_SUMMARY, (self._agent, session, stored, now, now))
-                return 0
-            state_values = (int(state[0]), int(state[1]), int(state[2]))
-            return self._archive(conn, session, state_values, keep_last, stored)
-
-    def _archive(
-        self,
-        conn: Conn,
-        session: str,
-        state: tuple[int, int, int],
-        keep: int,
-        summary: str | None,
-    ) -> int:
-        """Archive every active message but the newest `keep` (pair-safe), storing
-        `summary` if given, in the caller's transaction; `state` is the session row's
-        (last_seq, archived_seq, holes). Returns how many messages were archived."""
-        agent = self._agent
-        last, archived, holes = state
-        if holes == 0 or keep <= 0:
-            wanted = last - keep
-        else:
-            row = conn.execute(sql.OLDEST_KEPT, (agent, session, archived, keep - 1)).fetchone()
-            wanted = archived if row is None else int(row[0]) - 1  # keep >= active: none
-
-        def call_at_or_before(seq: int) -> int | None:
-            row = conn.execute(
-                sql.FIRST_NON_TOOL_AT_OR_BEFORE, (agent, session, archived, seq)
-            ).fetchone()
-            return None if row is None else int(row[0])
-
-        new = archive_boundary(archived, last, wanted, call_at_or_before)
-        moved = new - archived
-        if holes and moved:
-            got = conn.execute(sql.COUNT_RANGE, (agent, session, archived, new)).fetchone()
-            moved = int(got[0]) if got else 0
-        if new != archived or summary is not None:
-            passed = new - archived - moved
-            conn.execute(sql.ARCHIVE, (new, summary, now_ms(), passed, agent, session))
-        return moved
-
-    def pop(self, session_id: str, now: int) -> Message | None:
-        """In one transaction with its share of the statistics. The session's counter
-        stays, and the hole is counted (`sessions.holes`)."""
-        params = self._params(session_id, now=now)
-        with self._engine.write() as conn:
-            conn.execute(sql.LOCK_CORPUS, (self._agent, sql.MESSAGES))
-            state = conn.execute(sql.SELECT_SESSION, (self._agent, params["session"])).fetchone()
-            if state is None:
-                return None
-            params["archived"] = int(state[1])
-            row = conn.execute(sql.POP, params).fetchone()
-            if row is None:
-                return None
-            conn.execute(sql.POPPED, params)
-            conn.execute(sql.UPDATE_STATS, (-1, -int(row[-1]), self._agent, sql.MESSAGES))
-        return messages_from_rows(_decoded([row[:-1]]), session_id)[0]
+    def _popped(self, conn: Conn, row: Sequence[Any]) -> None:
+        """The popped message leaves the statistics in its transaction (its doc_len last)."""
+        conn.execute(sql.UPDATE_STATS, (-1, -int(row[-1]), self._agent, sql.MESSAGES))
 
     def purge(self, session_id: str) -> None:
         """One transaction: the session's messages, statistics share and row go together."""
@@ -239,49 +188,6 @@ class PostgresHistoryPort(VectorsPart["MessageVectors"]):
                 )
 
     # -- reads --------------------------------------------------------------------------
-
-    def _params(self, session_id: str, **extra: Any) -> dict[str, Any]:
-        return {"agent": self._agent, "session": encode(session_id), **extra}
-
-    def recent(self, session_id: str, n: int) -> list[Message]:
-        with self._engine.read() as conn:
-            rows = conn.execute(sql.SELECT_RECENT, self._params(session_id, limit=n)).fetchall()
-        rows.reverse()
-        return messages_from_rows(_decoded(rows), session_id)
-
-    def around(self, session_id: str, seq: int, before: int, after: int) -> list[Message]:
-        """One statement, so one snapshot."""
-        params = self._params(session_id, seq=seq, before=before + 1, after=after)
-        with self._engine.read() as conn:
-            rows = conn.execute(sql.AROUND, params).fetchall()
-        rows.sort(key=lambda row: int(row[0]))
-        return messages_from_rows(_decoded(rows), session_id)
-
-    def all(self, session_id: str, include_archived: bool) -> list[Message]:
-        query = sql.SELECT_ALL if include_archived else sql.SELECT_ALL_ACTIVE
-        with self._engine.read() as conn:
-            rows = conn.execute(query, self._params(session_id)).fetchall()
-        return messages_from_rows(_decoded(rows), session_id)
-
-    def count(self, session_id: str) -> int:
-        with self._engine.read() as conn:
-            row = conn.execute(sql.COUNT, (self._agent, encode(session_id))).fetchone()
-        return int(row[0]) if row else 0
-
-    def archived_seq(self, session_id: str) -> int:
-        with self._engine.read() as conn:
-            row = conn.execute(sql.SELECT_ARCHIVED_SEQ, (self._agent, encode(session_id)))
-            found = row.fetchone()
-        return int(found[0]) if found else 0
-
-    def summary(self, session_id: str) -> str:
-        with self._engine.read() as conn:
-            row = conn.execute(sql.SELECT_SUMMARY, (self._agent, encode(session_id))).fetchone()
-        return decode(row[0]) if row else ""
-
-    def sessions(self) -> list[str]:
-        with self._engine.read() as conn:
-            return sorted(decode(r[0]) for r in conn.execute(sql.SESSIONS, (self._agent,)))
 
     def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
         # text cannot hold NUL: the ids after `p + NUL + ...` are those after `p`

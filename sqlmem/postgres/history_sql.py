@@ -24,6 +24,9 @@ __all__ = [
     "OLDEST_KEPT",
     "POP",
     "POPPED",
+    "READ_ALL",
+    "READ_ALL_ACTIVE",
+    "READ_RECENT",
     "SEARCH",
     "SEARCH_SESSION",
     "SELECT_ALL",
@@ -92,9 +95,10 @@ APPEND_COLUMNS = (
     "created_at", "doc_len", "tsv",
 )  # fmt: skip
 
+#: (ref, last_seq, archived_seq, holes): the session's messages point at it by its id.
 SELECT_SESSION = """
-SELECT last_seq, archived_seq, holes FROM sessions
-WHERE agent_id = %s AND session_id = %s FOR UPDATE
+SELECT session_id, last_seq, archived_seq, holes FROM sessions
+WHERE agent_id = %(agent)s AND session_id = %(session)s FOR UPDATE
 """
 
 _ARCHIVED = (
@@ -115,16 +119,23 @@ SELECT_ALL = f"""
 SELECT {MESSAGE_COLUMNS} FROM messages AS m
 WHERE m.agent_id = %(agent)s AND m.session_id = %(session)s ORDER BY m.seq
 """
+#: The shared port's reads of get_recent and get_all: the full rows here.
+READ_RECENT, READ_ALL_ACTIVE, READ_ALL = SELECT_RECENT, SELECT_ALL_ACTIVE, SELECT_ALL
 
 # Popped seqs leave holes (migrations/postgres/0002_items_and_pop.sql): still one row read.
 COUNT = """
-SELECT last_seq - archived_seq - holes FROM sessions WHERE agent_id = %s AND session_id = %s
+SELECT last_seq - archived_seq - holes FROM sessions
+WHERE agent_id = %(agent)s AND session_id = %(session)s
 """
-SELECT_SUMMARY = "SELECT summary FROM sessions WHERE agent_id = %s AND session_id = %s"
-SELECT_ARCHIVED_SEQ = "SELECT archived_seq FROM sessions WHERE agent_id = %s AND session_id = %s"
+SELECT_SUMMARY = """
+SELECT summary FROM sessions WHERE agent_id = %(agent)s AND session_id = %(session)s
+"""
+SELECT_ARCHIVED_SEQ = """
+SELECT archived_seq FROM sessions WHERE agent_id = %(agent)s AND session_id = %(session)s
+"""
 SET_SUMMARY = """
 INSERT INTO sessions AS s (agent_id, session_id, summary, created_at, updated_at)
-VALUES (%s, %s, %s, %s, %s)
+VALUES (%(agent)s, %(session)s, %(summary)s, %(now)s, %(now)s)
 ON CONFLICT (agent_id, session_id) DO UPDATE
     SET summary = excluded.summary, updated_at = excluded.updated_at
 """
@@ -135,7 +146,7 @@ LISTED = """(s.summary != '' OR (s.last_seq > 0 AND (
         SELECT 1 FROM messages AS m
         WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id))))"""
 
-SESSIONS = f"SELECT s.session_id FROM sessions AS s WHERE s.agent_id = %s AND {LISTED}"
+SESSIONS = f"SELECT s.session_id FROM sessions AS s WHERE s.agent_id = %(agent)s AND {LISTED}"
 
 #: A page of the listed sessions (`history.sessions(after=, limit=)`): the ids stored as
 #: they are, walked in the primary key's order (session_id is COLLATE "C": code points)
@@ -154,26 +165,31 @@ WHERE s.agent_id = %(agent)s AND left(s.session_id, 1) = chr(57344) AND {LISTED}
 
 FIRST_NON_TOOL_AT_OR_BEFORE = """
 SELECT seq FROM messages
-WHERE agent_id = %s AND session_id = %s AND seq > %s AND seq <= %s AND role != 'tool'
+WHERE agent_id = %(agent)s AND session_id = %(ref)s AND seq > %(archived)s AND seq <= %(seq)s
+  AND role != 'tool'
 ORDER BY seq DESC LIMIT 1
 """
-# The last value: holes (popped seqs) the boundary passed, which no longer count.
+# %(passed)s: holes (popped seqs) the boundary passed, which no longer count.
 ARCHIVE = """
-UPDATE sessions SET archived_seq = greatest(archived_seq, %s), summary = coalesce(%s, summary),
-                    updated_at = %s, holes = holes - %s
-WHERE agent_id = %s AND session_id = %s
+UPDATE sessions SET archived_seq = greatest(archived_seq, %(boundary)s),
+                    summary = coalesce(%(summary)s, summary),
+                    updated_at = %(now)s, holes = holes - %(passed)s
+WHERE agent_id = %(agent)s AND session_id = %(ref)s
 """
 
 # -- after a pop (0.2): seqs may have holes, so ranges are counted, not subtracted ----------
 
-# The oldest message a compaction keeps: the (%s + 1)-th newest active one.
+# The oldest message a compaction keeps: the (%(offset)s + 1)-th newest active one.
 OLDEST_KEPT = """
-SELECT seq FROM messages WHERE agent_id = %s AND session_id = %s AND seq > %s
-ORDER BY seq DESC LIMIT 1 OFFSET %s
+SELECT seq FROM messages WHERE agent_id = %(agent)s AND session_id = %(ref)s AND seq > %(archived)s
+ORDER BY seq DESC LIMIT 1 OFFSET %(offset)s
 """
-# Messages in (%s, %s]: how many a boundary move archives when the session has holes.
+# Messages in (archived, boundary]: how many a boundary move archives when the session has
+# holes.
 COUNT_RANGE = """
-SELECT count(*) FROM messages WHERE agent_id = %s AND session_id = %s AND seq > %s AND seq <= %s
+SELECT count(*) FROM messages
+WHERE agent_id = %(agent)s AND session_id = %(ref)s AND seq > %(archived)s
+  AND seq <= %(boundary)s
 """
 
 # pop(): the newest active message goes, returned in MESSAGE_COLUMNS' order with its

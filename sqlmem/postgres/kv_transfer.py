@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..rules.encoding import now_ms
-from ..rules.export_blobs import CheckpointRecordRow, CheckpointWriteRow, KVRecordRow, b64
-from ..rules.export_format import ImportCounts, iso_from_ms
+from ..rules.export_blobs import CheckpointRecordRow, CheckpointWriteRow, KVRecordRow
+from ..rules.export_format import ImportCounts
+from ..rules.export_records import checkpoint_record, checkpoint_write_record, kv_record
 from .codec import decode, encode
 from .engine import Conn
 
@@ -93,16 +94,7 @@ def _kv(db: PostgresDB) -> Iterator[dict[str, Any]]:
         with db._engine.read() as conn:
             rows = conn.execute(_KV_PAGE, (db.agent_id, *after, now, _PAGE)).fetchall()
         for ns, key, value, created, updated, ttl, expires, _, _ in rows:
-            yield {
-                "type": "kv",
-                "namespace": _t(ns),
-                "key": _t(key),
-                "value": b64(bytes(value)),
-                "created_at": iso_from_ms(created),
-                "updated_at": iso_from_ms(updated),
-                "ttl_ms": ttl,
-                "expires_at": None if expires is None else iso_from_ms(expires),
-            }
+            yield kv_record(_t(ns), _t(key), bytes(value), created, updated, ttl, expires)
         if len(rows) < _PAGE:
             return
         after = (bytes(rows[-1][7]), bytes(rows[-1][8]))
@@ -113,18 +105,10 @@ def _checkpoints(db: PostgresDB) -> Iterator[dict[str, Any]]:
         return (bytes(row[0]), bytes(row[1]), bytes(row[2]))
 
     for row in _pages(db, _CHECKPOINTS_PAGE, (b"", b"", b""), key):
-        yield {
-            "type": "checkpoint",
-            "thread_id": _t(row[0]),
-            "checkpoint_ns": _t(row[1]),
-            "checkpoint_id": _t(row[2]),
-            "parent_checkpoint_id": _t(row[3]),
-            "checkpoint_type": decode(row[4]),
-            "checkpoint": b64(bytes(row[5])),
-            "metadata_type": decode(row[6]),
-            "metadata": b64(bytes(row[7])),
-            "run_id": _t(row[8]),
-        }
+        yield checkpoint_record(
+            (*map(_t, row[:4]), decode(row[4]), bytes(row[5]), decode(row[6]), bytes(row[7]),
+             _t(row[8]))
+        )  # fmt: skip
 
 
 def _writes(db: PostgresDB) -> Iterator[dict[str, Any]]:
@@ -132,18 +116,9 @@ def _writes(db: PostgresDB) -> Iterator[dict[str, Any]]:
         return (bytes(row[0]), bytes(row[1]), bytes(row[2]), bytes(row[3]), row[4])
 
     for row in _pages(db, _WRITES_PAGE, (b"", b"", b"", b"", -(2**31)), key):
-        yield {
-            "type": "checkpoint_write",
-            "thread_id": _t(row[0]),
-            "checkpoint_ns": _t(row[1]),
-            "checkpoint_id": _t(row[2]),
-            "task_id": _t(row[3]),
-            "idx": row[4],
-            "channel": _t(row[5]),
-            "value_type": decode(row[6]),
-            "value": b64(bytes(row[7])),
-            "task_path": _t(row[8]),
-        }
+        yield checkpoint_write_record(
+            (*map(_t, row[:4]), row[4], _t(row[5]), decode(row[6]), bytes(row[7]), _t(row[8]))
+        )
 
 
 def import_framework_row(

@@ -25,17 +25,15 @@ the SQLite file's merge (`sqlmem.postgres.kv_transfer`), and an export carries t
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..records import Fact
+from ..records import Fact, Message
 from ..rules.encoding import dt_to_ms, now_ms
 from ..rules.export_format import (
     BlobRow,
     DocumentRow,
-    ExportStream,
     ImportCounts,
     MessageRow,
     MessageVectorRow,
@@ -46,15 +44,14 @@ from ..rules.export_format import (
     VectorRow,
     chain_fields,
     iso_ms,
-    read_export,
-    read_records,
 )
 from ..rules.export_records import message_record, paged, summary_record
 from ..rules.filters import prepare_fact
 from ..rules.import_merge import StoredFact, stored_fact_of
 from ..rules.rows import facts_from_rows
 from ..search.query import QueryCompiler, compiler_for
-from ..stores.transfer import export_from, import_into
+from ..stores.sql_import import SqlImportBatch, SqlImportPort
+from ..stores.transfer import Importers, export_from
 from . import facts_sql, vectors_sql
 from . import transfer_sql as sql
 from .chains import link_supersessions
@@ -65,6 +62,7 @@ from .docs_transfer import export_documents, import_document, import_revision
 from .engine import Conn
 from .fact_params import decoded
 from .history import message_row
+from .history_sql import APPEND_COLUMNS
 from .kv_transfer import export_framework_records, import_framework_row
 from .message_vectors_transfer import (
     export_message_vectors,
@@ -203,94 +201,57 @@ def _vectors(db: PostgresDB) -> Iterator[dict[str, Any]]:
 # -- import ----------------------------------------------------------------------------------
 
 
-def import_lines(
-    db: PostgresDB, lines: Iterable[bytes | str], progress: Progress | None = None
-) -> ImportCounts:
-    """Import an export file given as its lines (errors name the line)."""
-    return import_stream(db, read_export(lines), progress)
-
-
-def import_records(
-    db: PostgresDB, records: Iterable[Mapping[str, Any]], progress: Progress | None = None
-) -> ImportCounts:
-    """Import records as an `export_records` (of either backend) yields them, header first."""
-    return import_stream(db, read_records(records), progress)
-
-
-def import_stream(
-    db: PostgresDB, stream: ExportStream, progress: Progress | None = None
-) -> ImportCounts:
-    """Write the stream's records into `db`, `BATCH_SIZE` records per transaction."""
-    return import_into(PostgresImportPort(db), stream, progress, BATCH_SIZE)
-
-
-class PostgresImportPort:
+class PostgresImportPort(SqlImportPort["PostgresDB", "PostgresImportBatch"]):
     """One PostgreSQL agent as an import target (`ImportPort`)."""
 
     def __init__(self, db: PostgresDB) -> None:
-        self._db = db
+        super().__init__(db, db._engine)
         self._compiler = compiler_for(db.config.tokenizer)
 
-    @contextmanager
-    def batch(self, rows: Sequence[Row]) -> Iterator[PostgresImportBatch]:
-        """One transaction; the agent's message statistics are locked first, as every
-        history writer does, then the document corpus row, so writers cannot deadlock."""
+    def _batch(self, conn: Conn, rows: Sequence[Row]) -> PostgresImportBatch:
+        """The agent's message statistics are locked first, as every history writer does,
+        then the document corpus row, so writers cannot deadlock."""
         agent = self._db.agent_id
-        with self._db._engine.write() as conn:
-            if any(isinstance(r, (MessageRow, SummaryRow)) for r in rows):
-                conn.execute(LOCK_CORPUS, (agent, MESSAGES))
-            if any(isinstance(r, (DocumentRow, RevisionRow)) for r in rows):
-                conn.execute(LOCK_CORPUS, (agent, DOCUMENTS))
-            yield PostgresImportBatch(self._db, conn, self._compiler)
-
-    @property
-    def database(self) -> PostgresDB:
-        return self._db
+        if any(isinstance(r, (MessageRow, SummaryRow)) for r in rows):
+            conn.execute(LOCK_CORPUS, (agent, MESSAGES))
+        if any(isinstance(r, (DocumentRow, RevisionRow)) for r in rows):
+            conn.execute(LOCK_CORPUS, (agent, DOCUMENTS))
+        return PostgresImportBatch(self._db, conn, self._compiler)
 
 
-class PostgresImportBatch:
+_IMPORTERS = Importers(PostgresImportPort, lambda: BATCH_SIZE)
+import_lines = _IMPORTERS.import_lines
+import_records = _IMPORTERS.import_records
+import_stream = _IMPORTERS.import_stream
+
+
+class PostgresImportBatch(SqlImportBatch):
     """One batch's writes in the caller's transaction (`ImportBatch`); the BM25 statistics
     (`corpus_stats`) take the added messages in the same transaction."""
 
     def __init__(self, db: PostgresDB, conn: Conn, compiler: QueryCompiler) -> None:
-        self._db, self._conn, self._compiler = db, conn, compiler
-        self._agent = db.agent_id
-        self._now = now_ms()
-        self._sessions: set[str] = set()  # touched: their popped seqs are counted again
+        super().__init__(conn, sql, db.agent_id, encode, list)
+        self._agent: str = db.agent_id
+        self._db, self._compiler = db, compiler
         self._docs = self._tokens = 0  # messages added, and their tokens
 
-    def message(self, row: MessageRow, counts: ImportCounts) -> None:
-        """Merge the session, insert the message."""
-        session = encode(row.session_id)
-        self._conn.execute(
-            sql.IMPORT_SESSION,
-            {"agent": self._agent, "session": session, "last": row.seq,
-             "archived": row.seq if row.archived else 0, "summary": "", "has_summary": False,
-             "now": self._now},
-        )  # fmt: skip
-        values = message_row(self._compiler, row.message, self._now)
-        cur = self._conn.execute(sql.IMPORT_MESSAGE, (self._agent, session, row.seq, *values))
-        if cur.rowcount:
-            counts.messages += 1
-            self._docs += 1
-            self._tokens += int(values[8])
-        else:
-            counts.messages_skipped += 1
-        self._sessions.add(session)
+    def _added(self, cursor: Any) -> bool:
+        return bool(cursor.rowcount)
 
-    def summary(self, row: SummaryRow, counts: ImportCounts) -> None:
-        agent, session, summary = self._agent, encode(row.session_id), encode(row.summary)
-        before = self._conn.execute(sql.SELECT_SUMMARY, (agent, session)).fetchone()
-        self._conn.execute(
-            sql.IMPORT_SESSION,
-            {"agent": agent, "session": session, "last": row.archived_seq,
-             "archived": row.archived_seq, "summary": summary,
-             "has_summary": bool(row.summary), "now": self._now},
-        )  # fmt: skip
-        after = self._conn.execute(sql.SELECT_SUMMARY, (agent, session)).fetchone()
-        if row.summary and (before is None or before != after):
-            counts.summaries += 1
-        self._sessions.add(session)
+    def _message_params(self, ref: str, seq: int, message: Message) -> dict[str, Any]:
+        values = message_row(self._compiler, message, self._now)
+        params = dict(zip(APPEND_COLUMNS, values, strict=True))
+        params.update(agent=self._agent, ref=ref, seq=seq)
+        return params
+
+    def _message_added(self, params: dict[str, Any]) -> None:
+        self._docs += 1
+        self._tokens += int(params["doc_len"])
+
+    def _messages_done(self) -> None:
+        if self._docs:
+            self._conn.execute(UPDATE_STATS, (self._docs, self._tokens, self._agent, MESSAGES))
+        self._docs = self._tokens = 0
 
     def document(self, row: DocumentRow, counts: ImportCounts) -> None:
         import_document(self._db, self._conn, row, counts)
@@ -303,14 +264,6 @@ class PostgresImportBatch:
 
     def blob(self, row: BlobRow, counts: ImportCounts) -> None:
         import_framework_row(self._conn, self._agent, row, self._now, counts)
-
-    def sessions_done(self) -> None:
-        if self._docs:
-            self._conn.execute(UPDATE_STATS, (self._docs, self._tokens, self._agent, MESSAGES))
-        if self._sessions:
-            self._conn.execute(sql.RECOUNT_HOLES, (self._agent, sorted(self._sessions)))
-        self._sessions.clear()
-        self._docs = self._tokens = 0
 
     def stored_fact(self, fact_id: str) -> StoredFact | None:
         params = {"agent": self._agent, "id": encode(fact_id), "now": now_ms()}

@@ -4,6 +4,7 @@ every value bound, every statement naming one agent_id."""
 from __future__ import annotations
 
 from .facts_sql import FACT_COLUMNS, UNEXPIRED
+from .history_sql import SELECT_SUMMARY
 
 __all__ = [
     "ADD_REVISION",
@@ -53,7 +54,8 @@ ORDER BY f.pk LIMIT %(limit)s
 
 # Import merges a session as the SQLite import does (sqlite/history_sql.py): counter and
 # boundary only move forward; a summary replaces the stored one when there is none or when
-# it belongs to a boundary at least as far.
+# it belongs to a boundary at least as far. Returns (ref, summary): the session id, and
+# the summary the session now has.
 IMPORT_SESSION = """
 INSERT INTO sessions AS s (agent_id, session_id, last_seq, archived_seq, summary, created_at,
                            updated_at)
@@ -69,14 +71,16 @@ ON CONFLICT (agent_id, session_id) DO UPDATE SET
           OR (%(has_summary)s AND s.summary IS DISTINCT FROM excluded.summary
               AND (s.summary = '' OR excluded.archived_seq >= s.archived_seq))
         THEN excluded.updated_at ELSE s.updated_at END
+RETURNING session_id, summary
 """
-SELECT_SUMMARY = "SELECT summary FROM sessions WHERE agent_id = %s AND session_id = %s"
 
 # A message already there under its (session, seq) is left as it is.
 IMPORT_MESSAGE = """
 INSERT INTO messages (agent_id, session_id, seq, role, content, name, tool_call_id,
                       tool_calls, is_error, metadata, created_at, doc_len, tsv)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector)
+VALUES (%(agent)s, %(ref)s, %(seq)s, %(role)s, %(content)s, %(name)s, %(tool_call_id)s,
+        %(tool_calls)s, %(is_error)s, %(metadata)s, %(created_at)s, %(doc_len)s,
+        %(tsv)s::tsvector)
 ON CONFLICT (agent_id, session_id, seq) DO NOTHING
 """
 
@@ -86,7 +90,7 @@ RECOUNT_HOLES = """
 UPDATE sessions AS s SET holes = s.last_seq - s.archived_seq - (
     SELECT count(*) FROM messages AS m
     WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id AND m.seq > s.archived_seq)
-WHERE s.agent_id = %s AND s.session_id = ANY(%s)
+WHERE s.agent_id = %(agent)s AND s.session_id = ANY(%(sessions)s)
 """
 
 IMPORT_VECTOR_TARGET = f"""

@@ -1,5 +1,6 @@
-"""The history records of an export, built alike by every backend, and the paging every
-export reads its tables with (`sqlmem.stores.transfer.export_from` puts them in order).
+"""The records of an export (history, documents, the frameworks' rows), built alike by
+every backend, and the paging every export reads its tables with
+(`sqlmem.stores.transfer.export_from` puts them in order).
 
 A backend reads its rows and decodes what its storage encodes (PostgreSQL's text codec);
 the record a row becomes is decided here, once, so the two backends' files are the same
@@ -12,9 +13,20 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
+from .export_blobs import b64
 from .export_format import iso_from_ms
 
-__all__ = ["PAGE", "message_record", "paged", "summary_record"]
+__all__ = [
+    "PAGE",
+    "checkpoint_record",
+    "checkpoint_write_record",
+    "document_record",
+    "kv_record",
+    "message_record",
+    "paged",
+    "revision_record",
+    "summary_record",
+]
 
 #: Rows read per query while exporting; each page is its own short read, so a large export
 #: neither holds a reader open while the caller writes nor loads the database into memory.
@@ -63,4 +75,88 @@ def summary_record(session_id: str, summary: str, archived_seq: int) -> dict[str
         "session_id": session_id,
         "summary": summary,
         "archived_seq": archived_seq,
+    }
+
+
+def document_record(
+    path: str, content: str, enabled: Any, order: int, revision: int, created: int, updated: int
+) -> dict[str, Any]:
+    """A workspace document, its content decoded."""
+    return {
+        "type": "document",
+        "path": path,
+        "content": content,
+        "enabled": bool(enabled),
+        "sort_order": order,
+        "revision": revision,
+        "created_at": iso_from_ms(created),
+        "updated_at": iso_from_ms(updated),
+    }
+
+
+def revision_record(path: str, revision: int, content: str, updated: int) -> dict[str, Any]:
+    """A kept revision of a document, its content decoded."""
+    return {
+        "type": "revision",
+        "path": path,
+        "revision": revision,
+        "content": content,
+        "updated_at": iso_from_ms(updated),
+    }
+
+
+def kv_record(
+    namespace: str,
+    key: str,
+    value: bytes,
+    created: int,
+    updated: int,
+    ttl: int | None,
+    expires: int | None,
+) -> dict[str, Any]:
+    """A live key-value row of the frameworks' stores (texts decoded, value as bytes)."""
+    return {
+        "type": "kv",
+        "namespace": namespace,
+        "key": key,
+        "value": b64(value),
+        "created_at": iso_from_ms(created),
+        "updated_at": iso_from_ms(updated),
+        "ttl_ms": ttl,
+        "expires_at": None if expires is None else iso_from_ms(expires),
+    }
+
+
+def checkpoint_record(row: Sequence[Any]) -> dict[str, Any]:
+    """A LangGraph checkpoint row (thread_id, checkpoint_ns, checkpoint_id,
+    parent_checkpoint_id, checkpoint_type, checkpoint bytes, metadata_type, metadata bytes,
+    run_id), texts decoded."""
+    return {
+        "type": "checkpoint",
+        "thread_id": row[0],
+        "checkpoint_ns": row[1],
+        "checkpoint_id": row[2],
+        "parent_checkpoint_id": row[3],
+        "checkpoint_type": row[4],
+        "checkpoint": b64(row[5]),
+        "metadata_type": row[6],
+        "metadata": b64(row[7]),
+        "run_id": row[8],
+    }
+
+
+def checkpoint_write_record(row: Sequence[Any]) -> dict[str, Any]:
+    """A LangGraph pending write row (thread_id, checkpoint_ns, checkpoint_id, task_id,
+    idx, channel, value_type, value bytes, task_path), texts decoded."""
+    return {
+        "type": "checkpoint_write",
+        "thread_id": row[0],
+        "checkpoint_ns": row[1],
+        "checkpoint_id": row[2],
+        "task_id": row[3],
+        "idx": row[4],
+        "channel": row[5],
+        "value_type": row[6],
+        "value": b64(row[7]),
+        "task_path": row[8],
     }

@@ -29,10 +29,10 @@ from datetime import datetime
 from json.encoder import encode_basestring as _json_string
 from typing import Any, NamedTuple
 
-from ..errors import InvalidArgumentError
+from ..errors import FactNotFoundError, InvalidArgumentError
 from ..records import Fact, check_category
 from ..search.query import segment
-from .chains import check_key
+from .chains import check_key, supersede_valid_from
 from .encoding import dt_to_ms, dumps_json, encode_metadata_json
 from .items import item_values
 from .metadata import Condition, compile_metadata, conditions_json, json_equal
@@ -49,6 +49,7 @@ __all__ = [
     "merge_batch",
     "metadata_equal_filter",
     "prepare_fact",
+    "superseding_row",
 ]
 
 MAX_FACT_ID_LEN = 512
@@ -403,3 +404,24 @@ def _metadata(metadata: object, *, literal: bool = False) -> dict[str, Any]:
     equal, others = conditions_json(conditions)
     _utf8(equal + others, "metadata")
     return {"metadata": conditions, "metadata_json": equal, "metadata_ops_json": others}
+
+
+def superseding_row(
+    row: FactRow, old_id: str, old: tuple[str, str, int] | None, now: int
+) -> FactRow:
+    """What `supersede(old_id, fact)` writes, given the old fact's (key, layer, valid from
+    ms) as stored, None when there is none: the new fact in the old one's key and layer,
+    valid from no earlier than the old one. The same refusals on every backend:
+    `FactNotFoundError` for an unknown (or expired) old fact, `InvalidArgumentError` for a
+    new fact of another key or one that would supersede itself."""
+    if old is None:
+        raise FactNotFoundError(f"no fact with id {old_id!r}")
+    key, layer, old_from = old
+    if row.key and row.key != key:
+        raise InvalidArgumentError(
+            f"supersede keeps the old fact's key {key!r}; the new fact has key {row.key!r}"
+        )
+    if row.id == old_id:
+        raise InvalidArgumentError("a fact cannot supersede itself: give the new fact its own id")
+    valid_from = supersede_valid_from(row.valid_from_ms, old_from, now)
+    return row._replace(key=key, layer=layer, valid_from_ms=valid_from)

@@ -22,10 +22,10 @@ stays imported, and running the fixed file again only adds the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from itertools import chain
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..protocols import Database, has_vector_search
 from ..records import Fact
@@ -46,12 +46,14 @@ from ..rules.export_format import (
     VectorRow,
     iso_ms,
     newer_record,
+    read_export,
+    read_records,
 )
 from ..rules.import_batches import write_in_batches
 from ..rules.import_merge import beats_stored
 from .transfer_port import ExportPort, ImportBatch, ImportPort
 
-__all__ = ["BATCH_SIZE", "export_from", "import_into"]
+__all__ = ["BATCH_SIZE", "Importers", "export_from", "import_into"]
 
 #: Records per transaction.
 BATCH_SIZE = 1000
@@ -75,6 +77,38 @@ def import_into(
     write_in_batches(stream, write, progress, batch_size)
     _embed_pending(port.database)
     return counts
+
+
+D = TypeVar("D")
+
+
+class Importers(Generic[D]):
+    """A backend's `import_lines`, `import_records` and `import_stream`, over its import
+    port: `port(db)` for a database, `batch_size()` records per transaction (read at each
+    import, so a test can make batches small)."""
+
+    def __init__(self, port: Callable[[D], ImportPort], batch_size: Callable[[], int]) -> None:
+        self._port = port
+        self._batch_size = batch_size
+
+    def import_lines(
+        self, db: D, lines: Iterable[bytes | str], progress: Progress | None = None
+    ) -> ImportCounts:
+        """Import an export file given as its lines (errors name the line)."""
+        return self.import_stream(db, read_export(lines), progress)
+
+    def import_records(
+        self, db: D, records: Iterable[Mapping[str, Any]], progress: Progress | None = None
+    ) -> ImportCounts:
+        """Import records as an `export_records` (of either backend) yields them, header
+        first. Errors name the 1-based position of the bad record."""
+        return self.import_stream(db, read_records(records), progress)
+
+    def import_stream(
+        self, db: D, stream: ExportStream, progress: Progress | None = None
+    ) -> ImportCounts:
+        """Write the stream's records into `db`, a batch of records per transaction."""
+        return import_into(self._port(db), stream, progress, self._batch_size())
 
 
 def _embed_pending(db: Database) -> None:

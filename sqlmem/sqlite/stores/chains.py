@@ -19,9 +19,8 @@ from typing import Any
 
 import apsw
 
-from ...errors import FactNotFoundError, InvalidArgumentError
-from ...rules.chains import Link, chain_name, place, supersede_valid_from
-from ...rules.filters import FactRow
+from ...rules.chains import Link, chain_name, place
+from ...rules.filters import FactRow, superseding_row
 
 __all__ = ["leave", "link_supersessions", "place_keyed", "prepare_supersede", "relink"]
 
@@ -117,17 +116,10 @@ def prepare_supersede(
     fact's key and layer, a valid_from not before the old one's) and its chain; the old
     fact joins that chain first when it was in none."""
     found: Any = conn.execute(OLD_FACT, {"id": old_id, "now": now}).fetchall()
-    if not found:
-        raise FactNotFoundError(f"no fact with id {old_id!r}")
-    _, key, chain, layer, old_from = found[0]
-    if row.key and row.key != key:
-        raise InvalidArgumentError(
-            f"supersede keeps the old fact's key {key!r}; the new fact has key {row.key!r}"
-        )
-    if row.id == old_id:
-        raise InvalidArgumentError("a fact cannot supersede itself: give the new fact its own id")
+    old = (found[0][1], found[0][3], int(found[0][4])) if found else None
+    new = superseding_row(row, old_id, old, now)  # raises when there is no old fact
+    _, key, chain, _, old_from = found[0]
     if chain is None:
         chain = chain_name(key, old_id)
         conn.execute(JOIN_CHAIN, (chain, old_from, old_id))
-    valid_from = supersede_valid_from(row.valid_from_ms, int(old_from), now)
-    return row._replace(key=key, layer=layer, valid_from_ms=valid_from), str(chain)
+    return new, str(chain)

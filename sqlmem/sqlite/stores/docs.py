@@ -43,6 +43,8 @@ from ...rules.encoding import now_ms
 from ...search.query import MAX_QUERY_TERMS, QueryCompiler, compiler_for, phrases
 from ...stores.documents import DocumentStoreFront
 from ...stores.documents_port import DocumentChange, DocumentQuery
+from ...stores.sql_documents import SqlDocumentPort, changed
+from ...stores.sql_port import plain_text
 from ..core.engine import Engine
 from . import docs_sql as sql
 from .doc_index import SMALL, Prepared, prepare_from, row_for_write, small_row, write_blocks
@@ -60,19 +62,16 @@ class _Read(NamedTuple):
     prepared: Prepared | None
 
 
-class SQLiteDocumentPort:
+class SQLiteDocumentPort(SqlDocumentPort):
     """`DocumentPort` over one database file. Thread-safe (the engine serialises writes)."""
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+        super().__init__(engine, sql, None, plain_text)
+        self._engine: Engine = engine
 
     @property
     def compiler(self) -> QueryCompiler:
         return compiler_for(self._engine.tokenizer)
-
-    @property
-    def revisions_kept(self) -> int:
-        return self._engine.config.doc_revisions
 
     def describe(self) -> str:
         return f"<SQLiteDocumentStore {str(self._engine.path)!r}>"
@@ -165,22 +164,9 @@ class SQLiteDocumentPort:
         return None if number is None else _revision_text(conn, change.path, number)
 
     def delete(self, path: str) -> bool:
-        return _changed(self._engine, sql.DELETE, (path,))  # revisions and blocks cascade
-
-    def set_enabled(self, path: str, enabled: bool) -> bool:
-        return _changed(self._engine, sql.SET_ENABLED, (int(enabled), path))
-
-    def set_sort_order(self, path: str, order: int) -> bool:
-        return _changed(self._engine, sql.SET_SORT_ORDER, (order, path))
+        return changed(self._engine, sql.DELETE, {"path": path})  # revisions, blocks cascade
 
     # -- reads --------------------------------------------------------------------------
-
-    def read(self, path: str) -> tuple[Any, ...] | None:
-        rows = _rows(self._engine, sql.READ, (path,))
-        return rows[0] if rows else None
-
-    def infos(self, prefix: str) -> list[tuple[Any, ...]]:
-        return _rows(self._engine, sql.LIST, {"prefix": prefix})
 
     def revision_infos(self, path: str) -> list[tuple[Any, ...]] | None:
         with self._engine.read() as conn:
@@ -209,34 +195,12 @@ class SQLiteDocumentPort:
             ).fetchall()
         return [(p, start, end, text, -score) for p, start, end, text, score in rows]
 
-    def enabled_contents(self) -> list[tuple[str, str]]:
-        return _rows(self._engine, sql.ENABLED_CONTENTS, ())
-
-    def memory_contents(self, first: str, last: str) -> list[tuple[str, str]]:
-        return _rows(self._engine, sql.MEMORY_CONTEXT, (first, last))
-
-    def all_contents(self) -> list[tuple[str, str]]:
-        return _rows(self._engine, sql.READ_CONTENTS, {"prefix": ""})  # one snapshot: files agree
-
 
 class SQLiteDocumentStore(DocumentStoreFront):
     """`DocumentStore` over one database file: the shared front over `SQLiteDocumentPort`."""
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(SQLiteDocumentPort(engine))
-
-
-def _changed(engine: Engine, statement: str, params: Any) -> bool:
-    """Run one write statement; whether it changed a row (False: no document there)."""
-    with engine.write() as conn:
-        conn.execute(statement, params)
-        return bool(conn.changes())
-
-
-def _rows(engine: Engine, statement: str, params: Any) -> list[Any]:
-    with engine.read() as conn:
-        rows: list[Any] = conn.execute(statement, params).fetchall()
-    return rows
 
 
 def _stored(row: Any) -> Stored | None:

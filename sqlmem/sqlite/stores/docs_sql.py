@@ -45,7 +45,7 @@ _PREFIX = "substr(d.path, 1, length(:prefix)) = :prefix"
 
 READ = (
     "SELECT path, content, enabled, sort_order, revision, created_at, updated_at, size"
-    " FROM documents WHERE path = ?"
+    " FROM documents WHERE path = :path"
 )
 #: What a write needs to decide, and the old content (its blocks are diffed with it).
 SELECT_FOR_WRITE = (
@@ -74,9 +74,10 @@ UPDATE_CONTENT = (
     " enabled = ?, sort_order = ? WHERE pk = ?"
 )
 UPDATE_FLAGS = "UPDATE documents SET enabled = ?, sort_order = ? WHERE pk = ?"
-SET_ENABLED = "UPDATE documents SET enabled = ? WHERE path = ?"
-SET_SORT_ORDER = "UPDATE documents SET sort_order = ? WHERE path = ?"
-DELETE = "DELETE FROM documents WHERE path = ?"
+#: The three return a row when the document is there.
+SET_ENABLED = "UPDATE documents SET enabled = :enabled WHERE path = :path RETURNING 1"
+SET_SORT_ORDER = "UPDATE documents SET sort_order = :order WHERE path = :path RETURNING 1"
+DELETE = "DELETE FROM documents WHERE path = :path RETURNING 1"
 
 #: The blocks touching a line range (?2: its last line, ?3: its first): read from the
 #: index document_blocks_lines alone.
@@ -116,7 +117,7 @@ PK_AND_REVISION = (
 #: MEMORY.md and the daily notes of a range of days (ISO dates sort as text).
 MEMORY_CONTEXT = (
     "SELECT path, content FROM documents"
-    " WHERE path = 'MEMORY.md' OR (path >= ? AND path <= ?) ORDER BY path"
+    " WHERE path = 'MEMORY.md' OR (path >= :first AND path <= :last) ORDER BY path"
 )
 
 #: Best blocks first; bm25() is lower-is-better (the store negates it).

@@ -71,7 +71,8 @@ from ...rules.rows import facts_from_rows
 from ...search.query import MAX_QUERY_TERMS, Mode, QueryCompiler, compiler_for, phrases
 from ...stores.facts import FactStoreFront, raw_match
 from ...stores.facts_port import FactListing, FactQuery
-from ...stores.facts_vectors import PortVectors
+from ...stores.sql_facts import FactCodec, SqlFactPort
+from ...stores.sql_port import plain_text
 from ..core.engine import Engine
 from . import chains, items
 from . import facts_sql as sql
@@ -85,7 +86,7 @@ if TYPE_CHECKING:
 __all__ = ["SQLiteFactPort", "SQLiteFactStore", "raw_match", "scalar_equality"]
 
 
-class SQLiteFactPort:
+class SQLiteFactPort(SqlFactPort[Engine, "FactVectors"]):
     """The fact store's storage on one database file: SQL through the engine's pooled
     readers and its single writer (which serialises writes: thread-safe)."""
 
@@ -94,11 +95,9 @@ class SQLiteFactPort:
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
         """`embedder`: every fact written gets a vector of its content, and
         search offers modes "vector" and "hybrid"."""
-        self._engine = engine
+        vectors_of = partial(_fact_vectors, engine)
+        super().__init__(engine, sql, None, _CODEC, embedder, vectors_of)
         self._any = AnyShortcut(sql.ANY)
-        self.vectors: PortVectors[FactVectors] = PortVectors.of(
-            embedder, partial(_fact_vectors, engine)
-        )
 
     @property
     def compiler(self) -> QueryCompiler:
@@ -107,6 +106,9 @@ class SQLiteFactPort:
 
     def __repr__(self) -> str:
         return f"<SQLiteFactStore {str(self._engine.path)!r}>"
+
+    def _place_keyed(self, conn: apsw.Connection, facts: list[tuple[str, str]]) -> None:
+        chains.place_keyed(conn, facts)
 
     # -- writes -------------------------------------------------------------------------
 
@@ -188,34 +190,10 @@ class SQLiteFactPort:
             self.vectors.write(conn, prepared)
         return row.id
 
-    def promote(self, fact_id: str, layer: str) -> Fact | None:
-        with self._engine.write() as conn:
-            now = now_ms()
-            params = {"id": fact_id, "layer": layer, "updated": now, "now": now}
-            conn.execute(sql.PROMOTE, params)  # facts_chain_move: out of its chain
-            rows: list[Any] = conn.execute(sql.SELECT_BY_ID, params).fetchall()
-            if rows and rows[0][_KEY]:  # into its key's chain of the new layer
-                chains.place_keyed(conn, [(fact_id, str(rows[0][_KEY]))])
-                rows = conn.execute(sql.SELECT_BY_ID, params).fetchall()
-        return facts_from_rows(rows, ranked=False)[0] if rows else None
-
     def promote_eligible(self, params: dict[str, Any]) -> list[str]:
         with self._engine.write() as conn:
             params["now"] = now_ms()
             return items.promote_eligible(conn, params)
-
-    def expire(self) -> int:
-        with self._engine.write() as conn:
-            conn.execute(sql.EXPIRE, {"now": now_ms()})
-            return int(conn.changes())
-
-    def delete(self, ids: Sequence[str]) -> int:
-        with self._engine.write() as conn:
-            if len(ids) == 1:
-                conn.execute(sql.DELETE_ONE, (ids[0],))
-            else:
-                conn.execute(sql.DELETE_MANY, (dumps_json(list(ids)),))
-            return int(conn.changes())
 
     # -- reads --------------------------------------------------------------------------
 
@@ -223,32 +201,6 @@ class SQLiteFactPort:
         """The rows of one statement, on a pooled reader."""
         with self._engine.read() as conn:
             return conn.execute(statement, params).fetchall()
-
-    def get(self, fact_id: str) -> Fact | None:
-        rows = self._read(sql.SELECT_BY_ID, {"id": fact_id, "now": now_ms()})
-        return facts_from_rows(rows, ranked=False)[0] if rows else None
-
-    def count(self) -> int:
-        return int(self._read(sql.COUNT, {"now": now_ms()})[0][0])
-
-    def history_of_key(self, key: str) -> list[Fact]:
-        rows = self._read(sql.HISTORY_BY_KEY, {"key": key, "now": now_ms()})
-        return facts_from_rows(rows, ranked=False)
-
-    def history_of_fact(self, fact_id: str) -> list[Fact]:
-        now = now_ms()
-        with self._engine.read() as conn:
-            found: list[Any] = conn.execute(sql.CHAIN_OF, {"id": fact_id}).fetchall()
-            if not found:
-                return []
-            chain, layer = found[0]
-            if chain is None:
-                params: dict[str, Any] = {"id": fact_id, "now": now}
-                rows: list[Any] = conn.execute(sql.SELECT_BY_ID, params).fetchall()
-            else:
-                params = {"chain": chain, "layer": layer, "now": now}
-                rows = conn.execute(sql.HISTORY_OF_CHAIN, params).fetchall()
-        return facts_from_rows(rows, ranked=False)
 
     def ranked(self, query: FactQuery) -> list[Fact]:
         match = query.text if query.mode == "raw" else self._match(query)
@@ -358,12 +310,6 @@ class SQLiteFactPort:
                 rows = conn.execute(shape(), params).fetchall()
         return facts_from_rows(rows, ranked=False)
 
-    def tags(self) -> dict[str, int]:
-        return {tag: int(n) for tag, n in self._read(sql.TAGS, {"now": now_ms()})}
-
-    def categories(self) -> list[str]:
-        return [row[0] for row in self._read(sql.CATEGORIES, {"now": now_ms()})]
-
 
 class SQLiteFactStore(FactStoreFront):
     """`FactStore` over one database file: the fact store front over `SQLiteFactPort`,
@@ -447,6 +393,13 @@ def _fact_vectors(engine: Engine, embedding: Embedding) -> FactVectors:
     return FactVectors(engine, embedding)
 
 
+def _same_rows(rows: Sequence[Any]) -> Sequence[Any]:
+    """SQLite's fact rows read as they are stored."""
+    return rows
+
+
+#: Text as it is; ids to delete as one JSON array.
+_CODEC = FactCodec(plain_text, plain_text, _same_rows, dumps_json)
+
+
 _SEARCH_UNFILTERED = sql.search_sql(NO_FILTERS.key)
-#: Where a stored row (`facts_sql.COLUMNS`) holds the key.
-_KEY = 16

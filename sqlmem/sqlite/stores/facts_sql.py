@@ -38,6 +38,7 @@ __all__ = [
     "ANY_INVALID",
     "ANY_UNFINGERPRINTED",
     "CATEGORIES",
+    "CHAIN_OF",
     "COLUMNS",
     "COUNT",
     "DELETE_MANY",
@@ -48,6 +49,8 @@ __all__ = [
     "FINGERPRINT_KEY",
     "FINGERPRINT_PREFIX",
     "HIDDEN",
+    "HISTORY_BY_KEY",
+    "HISTORY_OF_CHAIN",
     "ID_EXISTS",
     "IMPORT_STORED_FACT",
     "LIVE",
@@ -57,6 +60,7 @@ __all__ = [
     "REMEMBER_FIND",
     "REMEMBER_MERGE",
     "SELECT_BY_ID",
+    "SELECT_ONE",
     "SET_FINGERPRINT",
     "TAGS",
     "UNEXPIRED",
@@ -127,6 +131,7 @@ def live_test(item_key: tuple[bool, ...], *, searched: bool = False) -> str:
 
 #: `get` returns any fact, superseded ones too (not expired ones).
 SELECT_BY_ID = f"SELECT {_COLUMNS} FROM facts AS f WHERE f.id = :id AND {UNEXPIRED}"
+SELECT_ONE = SELECT_BY_ID  # the name the shared SQL fact port reads
 COUNT = f"SELECT (SELECT count(*) FROM facts) - (SELECT count(*) FROM ({HIDDEN}))"
 #: Whether any stored fact has expired (then search takes the path that skips them).
 #: SQLite's clock (ms, like ours), so the common case binds nothing and its statement
@@ -141,10 +146,11 @@ ANY_INVALID = (
     f" OR EXISTS (SELECT 1 FROM facts WHERE valid_from > {_CLOCK})"
 )
 #: expire(): the delete triggers remove the index entries, fact_tags rows cascade.
-EXPIRE = "DELETE FROM facts WHERE expires_at <= :now"
-DELETE_ONE = "DELETE FROM facts WHERE id = ?"
+#: The three deletes return a row per fact deleted (the count).
+EXPIRE = "DELETE FROM facts WHERE expires_at <= :now RETURNING 1"
+DELETE_ONE = "DELETE FROM facts WHERE id = :id RETURNING 1"
 # One statement for any number of ids: they arrive as a bound JSON array.
-DELETE_MANY = "DELETE FROM facts WHERE id IN (SELECT value FROM json_each(?))"
+DELETE_MANY = "DELETE FROM facts WHERE id IN (SELECT value FROM json_each(:ids)) RETURNING 1"
 TAGS = (
     f"SELECT tag, count(*) FROM fact_tags WHERE fact_pk NOT IN ({HIDDEN}) GROUP BY tag ORDER BY tag"
 )

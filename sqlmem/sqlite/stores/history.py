@@ -10,11 +10,12 @@ Storage model (schema in migrations/0001_initial.sql, SQL text in `history_sql`)
   `archived_seq`: messages with `seq <= archived_seq` are archived, and no message row is
   rewritten. 0.2: `pop` deletes the newest active message and leaves `last_seq` alone (a
   seq is never handed out twice), so seqs may have holes; `holes` counts those in the
-  active range, keeping `count` one row read (`history_archive` keeps it right when the
-  boundary moves). `unindexed` marks sessions holding messages stored with history search off;
-  the next open with search on indexes them (`index_unsearchable_messages`). A row
-  whose `session_id` is a BLOB is a session being purged in chunks ("detached"): no read
-  can name it, and `purge.finish_purges` deletes it with its messages.
+  active range, keeping `count` one row read (the shared port's archive keeps it right
+  when the boundary moves). `unindexed` marks sessions holding messages stored with
+  history search off; the next open with search on indexes them
+  (`index_unsearchable_messages`). A row whose `session_id` is a BLOB is a session being
+  purged in chunks ("detached"): no read can name it, and `purge.finish_purges` deletes
+  it with its messages.
 * `messages(session, seq, role, content, ..., searchable, search_text)`: tool calls and
   metadata as compact JSON text, timestamps as unix milliseconds. `search_text` holds the
   segmented text when the content has scripts written without spaces (see
@@ -51,13 +52,13 @@ from ...rules.encoding import dt_to_ms
 from ...rules.rows import messages_from_read_rows, messages_from_rows
 from ...search.query import segment
 from ...stores.history import HistoryStoreFront, seqs_exhausted
-from ...stores.history_port import VectorsPart
+from ...stores.sql_history import HistoryCodec, SqlHistoryPort
+from ...stores.sql_port import plain_text
 from ..core.engine import Engine
 from ..core.purge import purge_session
 from ..core.writer import Writer
 from . import history_sql as sql
 from .fts_any import AnyShortcut
-from .history_archive import archive
 from .history_search import search_words
 
 if TYPE_CHECKING:
@@ -107,17 +108,17 @@ def index_unsearchable_messages(writer: Writer, config: StoreConfig) -> None:
         conn.execute(sql.CLEAR_UNINDEXED)
 
 
-def _first(row: Sequence[Any]) -> Any:
-    return row[0]
-
-
 def _message_vectors(engine: Engine, embedding: Embedding) -> MessageVectors:
     from .message_vectors import MessageVectors  # numpy: only with an embedder
 
     return MessageVectors(engine, embedding)
 
 
-class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
+#: SQLite stores text as it is; get_recent and get_all read the lean row shape.
+_CODEC = HistoryCodec(plain_text, plain_text, messages_from_read_rows, messages_from_rows)
+
+
+class SQLiteHistoryPort(SqlHistoryPort["MessageVectors"]):
     """The history store's storage operations over one database file (`HistoryPort`);
     thread-safe, shareable between processes.
 
@@ -128,8 +129,9 @@ class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
     def __init__(self, engine: Engine, embedder: Embedder | None = None) -> None:
         """`embedder`: every message with text gets a vector, and search offers modes
         "vector" and "hybrid" (`message_vectors`)."""
-        super().__init__(engine.config, embedder, partial(_message_vectors, engine))
-        self._engine = engine
+        vectors_of = partial(_message_vectors, engine)
+        super().__init__(engine, sql, _CODEC, None, embedder, vectors_of)
+        self._engine: Engine = engine
         self._searchable = 1 if self._config.history_search else 0
         self._any = AnyShortcut(sql.ANY)
 
@@ -202,45 +204,12 @@ class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
                     self._vectors.write(conn, pk, first, prepared)
                 limit = self._config.max_history_len
                 if limit is not None and last - archived - holes > limit:
-                    archive(conn, (pk, last, archived, holes), limit, None)
+                    self._archive(conn, pk, (last, archived, holes), limit, None)
         except UnicodeEncodeError:
             raise InvalidArgumentError(
                 "message contains a lone surrogate, which UTF-8 cannot store; nothing was stored"
             ) from None
         return list(range(first, last + 1))
-
-    def set_summary(self, session_id: str, text: str, now: int) -> None:
-        with self._engine.write() as conn:
-            conn.execute(sql.SET_SUMMARY, (session_id, text, now))
-
-    def compact(self, session_id: str, keep_last: int, summary: str | None, now: int) -> int:
-        with self._engine.write() as conn:
-            state: Sequence[Sequence[Any]] = conn.execute(
-                sql.SELECT_SESSION, (session_id,)
-            ).fetchall()
-            if not state:
-                if summary is not None:
-                    conn.execute(sql.SET_SUMMARY, (session_id, summary, now))
-                return 0
-            pk, last, archived, holes = (int(v) for v in state[0])
-            return archive(conn, (pk, last, archived, holes), keep_last, summary)
-
-    def pop(self, session_id: str, now: int) -> Message | None:
-        """The session's counter stays, so the next append gets the next number (also
-        after a reopen), and the hole it leaves is counted (`sessions.holes`) so `count`
-        stays one row read."""
-        with self._engine.write() as conn:
-            state: Sequence[Sequence[Any]] = conn.execute(
-                sql.SELECT_SESSION, (session_id,)
-            ).fetchall()
-            if not state:
-                return None
-            pk, archived = state[0][0], state[0][2]
-            rows = conn.execute(sql.POP, (pk, archived)).fetchall()
-            if not rows:
-                return None
-            conn.execute(sql.POPPED, (pk, now))
-        return messages_from_rows(rows, session_id)[0]
 
     def purge(self, session_id: str) -> None:
         """The session is gone for every read (and a new one of the same id can start) as
@@ -255,45 +224,6 @@ class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
         purge_session(self._engine, session_id)
 
     # -- reads ----------------------------------------------------------------------------
-
-    def recent(self, session_id: str, n: int) -> list[Message]:
-        with self._engine.read() as conn:
-            rows = conn.execute(sql.READ_RECENT, (session_id, n)).fetchall()
-        rows.reverse()
-        return messages_from_read_rows(rows, session_id)
-
-    def around(self, session_id: str, seq: int, before: int, after: int) -> list[Message]:
-        """One statement, so one snapshot."""
-        with self._engine.read() as conn:
-            rows = conn.execute(sql.AROUND, (session_id, seq, before + 1, after)).fetchall()
-        rows.sort(key=_first)  # at most before + 1 + after rows, newest-first in part
-        return messages_from_rows(rows, session_id)
-
-    def all(self, session_id: str, include_archived: bool) -> list[Message]:
-        query = sql.READ_ALL if include_archived else sql.READ_ALL_ACTIVE
-        with self._engine.read() as conn:
-            rows = conn.execute(query, (session_id,)).fetchall()
-        return messages_from_read_rows(rows, session_id)
-
-    def count(self, session_id: str) -> int:
-        """One row read: last_seq - archived_seq - holes."""
-        with self._engine.read() as conn:
-            value = conn.execute(sql.COUNT, (session_id,)).get
-        return int(value or 0)
-
-    def archived_seq(self, session_id: str) -> int:
-        with self._engine.read() as conn:
-            value = conn.execute(sql.SELECT_ARCHIVED_SEQ, (session_id,)).get
-        return int(value or 0)
-
-    def summary(self, session_id: str) -> str:
-        with self._engine.read() as conn:
-            value = conn.execute(sql.SELECT_SUMMARY, (session_id,)).get
-        return str(value) if value is not None else ""
-
-    def sessions(self) -> list[str]:
-        with self._engine.read() as conn:
-            return [row[0] for row in conn.execute(sql.SESSIONS)]
 
     def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
         params = {"after": after or "", "limit": -1 if limit is None else limit}

@@ -161,7 +161,9 @@ def chunk_sizes(total: int) -> list[int]:
 INSERT_ONE_PLAIN = insert_messages_sql(1, plain=True)
 INSERT_ONE_FULL = insert_messages_sql(1, plain=False)
 
-SELECT_SESSION = "SELECT pk, last_seq, archived_seq, holes FROM sessions WHERE session_id = ?"
+SELECT_SESSION = """
+SELECT pk, last_seq, archived_seq, holes FROM sessions WHERE session_id = :session
+"""
 
 # The session's pk and archive boundary come from scalar subqueries, evaluated once;
 # then a descending range scan of UNIQUE(session, seq) stops after n rows (no sort, no
@@ -170,15 +172,15 @@ SELECT_SESSION = "SELECT pk, last_seq, archived_seq, holes FROM sessions WHERE s
 # planner scanned sessions as the outer loop and sorted every message of the session in
 # a temp b-tree (tests/unit/test_hot_paths.py pins the plan after ANALYZE). It is also
 # ~8 µs cheaper per call for 50 rows.
-_SESSION_PK = "(SELECT pk FROM sessions WHERE session_id = ?1)"
-_ARCHIVED = "(SELECT archived_seq FROM sessions WHERE session_id = ?1)"
+_SESSION_PK = "(SELECT pk FROM sessions WHERE session_id = :session)"
+_ARCHIVED = "(SELECT archived_seq FROM sessions WHERE session_id = :session)"
 
 SELECT_RECENT = f"""
 SELECT {MESSAGE_COLUMNS}
 FROM messages AS m
 WHERE m.session = {_SESSION_PK} AND m.seq > {_ARCHIVED}
 ORDER BY m.seq DESC
-LIMIT ?2
+LIMIT :limit
 """
 
 SELECT_ALL_ACTIVE = f"""
@@ -217,7 +219,7 @@ SELECT {READ_COLUMNS}
 FROM messages AS m
 WHERE m.session = {_SESSION_PK} AND m.seq > {_ARCHIVED}
 ORDER BY m.seq DESC
-LIMIT ?2
+LIMIT :limit
 """
 
 READ_ALL_ACTIVE = f"""
@@ -235,13 +237,14 @@ ORDER BY m.seq
 """
 
 # Popped seqs leave holes (migrations/0005_history_pop.sql): still one row read.
-COUNT = "SELECT last_seq - archived_seq - holes FROM sessions WHERE session_id = ?"
+COUNT = "SELECT last_seq - archived_seq - holes FROM sessions WHERE session_id = :session"
 
-SELECT_SUMMARY = "SELECT summary FROM sessions WHERE session_id = ?"
-SELECT_ARCHIVED_SEQ = "SELECT archived_seq FROM sessions WHERE session_id = ?"
+SELECT_SUMMARY = "SELECT summary FROM sessions WHERE session_id = :session"
+SELECT_ARCHIVED_SEQ = "SELECT archived_seq FROM sessions WHERE session_id = :session"
 
 SET_SUMMARY = """
-INSERT INTO sessions(session_id, summary, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+INSERT INTO sessions(session_id, summary, created_at, updated_at)
+VALUES (:session, :summary, :now, :now)
 ON CONFLICT(session_id) DO UPDATE
     SET summary = excluded.summary, updated_at = excluded.updated_at
 """
@@ -251,54 +254,59 @@ ON CONFLICT(session_id) DO UPDATE
 # backwards from first_kept and stops at the first hit.
 FIRST_NON_TOOL_AT_OR_BEFORE = """
 SELECT seq FROM messages
-WHERE session = ?1 AND seq > ?2 AND seq <= ?3 AND role != 'tool'
+WHERE session = :ref AND seq > :archived AND seq <= :seq AND role != 'tool'
 ORDER BY seq DESC
 LIMIT 1
 """
 
 # Moves the boundary (never backwards) and, for compact(), stores the summary with it;
-# ?5 holes (popped seqs) fell behind the boundary and no longer count.
+# :passed holes (popped seqs) fell behind the boundary and no longer count.
 ARCHIVE = """
 UPDATE sessions
-SET archived_seq = max(archived_seq, ?2),
-    summary = coalesce(?3, summary),
-    updated_at = ?4,
-    holes = holes - ?5
-WHERE pk = ?1
+SET archived_seq = max(archived_seq, :boundary),
+    summary = coalesce(:summary, summary),
+    updated_at = :now,
+    holes = holes - :passed
+WHERE pk = :ref
 """
 
 # -- after a pop (0.2): seqs may have holes, so ranges are counted, not subtracted ----------
 
-# The oldest message a compaction keeps: the ?3-th newest active one (OFFSET ?3 - 1).
+# The oldest message a compaction keeps: the (:offset + 1)-th newest active one.
 OLDEST_KEPT = """
-SELECT seq FROM messages WHERE session = ?1 AND seq > ?2 ORDER BY seq DESC LIMIT 1 OFFSET ?3
+SELECT seq FROM messages WHERE session = :ref AND seq > :archived
+ORDER BY seq DESC LIMIT 1 OFFSET :offset
 """
 
-# Messages in (?2, ?3]: how many a boundary move archives when the session has holes.
-COUNT_RANGE = "SELECT count(*) FROM messages WHERE session = ?1 AND seq > ?2 AND seq <= ?3"
+# Messages in (:archived, :boundary]: how many a boundary move archives when the session
+# has holes.
+COUNT_RANGE = """
+SELECT count(*) FROM messages WHERE session = :ref AND seq > :archived AND seq <= :boundary
+"""
 
 # pop(): the newest active message goes (its FTS entry with it, by the delete trigger),
 # returned in MESSAGE_COLUMNS' order; then its seq is counted as a hole. last_seq stays,
 # so the next append takes the next number: a seq is never used twice.
 POP = """
 DELETE FROM messages
-WHERE pk = (SELECT pk FROM messages WHERE session = ?1 AND seq > ?2 ORDER BY seq DESC LIMIT 1)
+WHERE pk = (
+    SELECT pk FROM messages WHERE session = :ref AND seq > :archived ORDER BY seq DESC LIMIT 1)
 RETURNING seq, role, content, name, tool_call_id, tool_calls, is_error, metadata, created_at
 """
-POPPED = "UPDATE sessions SET holes = holes + 1, updated_at = ?2 WHERE pk = ?1"
+POPPED = "UPDATE sessions SET holes = holes + 1, updated_at = :now WHERE pk = :ref"
 
-# around(): the message at ?2 and up to ?3 - 1 messages before it, then up to ?4 after
-# it, archived included; two range scans of UNIQUE(session, seq), one statement (one
+# around(): the message at :seq and up to :before - 1 messages before it, then up to
+# :after after it, archived included; two range scans of UNIQUE(session, seq), one statement (one
 # snapshot), no sorter in SQL: the store orders the few rows by seq, and returns []
-# unless the row at ?2 is among them.
+# unless the row at :seq is among them.
 AROUND = f"""
 SELECT * FROM (
     SELECT {MESSAGE_COLUMNS} FROM messages AS m
-    WHERE m.session = {_SESSION_PK} AND m.seq <= ?2 ORDER BY m.seq DESC LIMIT ?3)
+    WHERE m.session = {_SESSION_PK} AND m.seq <= :seq ORDER BY m.seq DESC LIMIT :before)
 UNION ALL
 SELECT * FROM (
     SELECT {MESSAGE_COLUMNS} FROM messages AS m
-    WHERE m.session = {_SESSION_PK} AND m.seq > ?2 ORDER BY m.seq LIMIT ?4)
+    WHERE m.session = {_SESSION_PK} AND m.seq > :seq ORDER BY m.seq LIMIT :after)
 """
 
 # -- purge (one transaction for 500,000 messages once held the writer ~20 s) ---------------

@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ...rules.doc_writes import imports_revision, merge_imported_document
-from ...rules.export_format import DocumentRow, ImportCounts, RevisionRow, iso_from_ms
+from ...rules.export_format import DocumentRow, ImportCounts, RevisionRow
+from ...rules.export_records import document_record, revision_record
 from ..stores import docs_sql as sql
 from ..stores.doc_index import write_blocks
 
@@ -62,17 +63,8 @@ def export_documents(db: MemoryDB) -> Iterator[dict[str, Any]]:
     while True:
         with db.engine.read() as conn:
             rows: list[Any] = conn.execute(sql.EXPORT_DOCUMENTS_PAGE, (after, _PAGE)).fetchall()
-        for pk, path, content, enabled, order, revision, created, updated in rows:
-            yield {
-                "type": "document",
-                "path": path,
-                "content": content,
-                "enabled": bool(enabled),
-                "sort_order": order,
-                "revision": revision,
-                "created_at": iso_from_ms(created),
-                "updated_at": iso_from_ms(updated),
-            }
+        for pk, *document in rows:
+            yield document_record(*document)
             after = pk
         if len(rows) < _PAGE:
             break
@@ -80,14 +72,8 @@ def export_documents(db: MemoryDB) -> Iterator[dict[str, Any]]:
     while True:
         with db.engine.read() as conn:
             revs: list[Any] = conn.execute(sql.EXPORT_REVISIONS_PAGE, (after, _PAGE)).fetchall()
-        for pk, path, revision, content, updated in revs:
-            yield {
-                "type": "revision",
-                "path": path,
-                "revision": revision,
-                "content": content,
-                "updated_at": iso_from_ms(updated),
-            }
+        for pk, *revision in revs:
+            yield revision_record(*revision)
             after = pk
         if len(revs) < _PAGE:
             return

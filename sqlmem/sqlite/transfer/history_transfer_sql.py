@@ -8,12 +8,15 @@ always hit.
 
 from __future__ import annotations
 
+from ..stores.history_sql import SELECT_SUMMARY
+
 __all__ = [
     "EXPORT_MESSAGES_PAGE",
     "EXPORT_SESSIONS_PAGE",
     "IMPORT_MESSAGE",
     "IMPORT_SESSION",
     "RECOUNT_HOLES",
+    "SELECT_SUMMARY",
 ]
 
 # Export pages, by key. Sessions in session_id order (its UNIQUE index), so an export of an
@@ -40,7 +43,7 @@ ORDER BY session_id LIMIT ?
 IMPORT_SESSION = """
 INSERT INTO sessions(session_id, unindexed, summary, last_seq, archived_seq, created_at,
                      updated_at)
-VALUES (:session_id, :unindexed, :summary, :last_seq, :archived_seq, :now, :now)
+VALUES (:session, :unindexed, :summary, :last, :archived, :now, :now)
 ON CONFLICT(session_id) DO UPDATE SET
     unindexed = max(sessions.unindexed, excluded.unindexed),
     summary = CASE
@@ -57,19 +60,21 @@ ON CONFLICT(session_id) DO UPDATE SET
         THEN excluded.updated_at ELSE sessions.updated_at END
 RETURNING pk, summary
 """
-# A message already there under its (session, seq) is left as it is.
+# A message already there under its (session, seq) is left as it is. The importer binds
+# the values in this order.
 IMPORT_MESSAGE = """
 INSERT INTO messages(session, seq, role, content, name, tool_call_id, tool_calls, is_error,
                      metadata, created_at, searchable, search_text)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES (:ref, :seq, :role, :content, :name, :tool_call_id, :tool_calls, :is_error,
+        :metadata, :created_at, :searchable, :search_text)
 ON CONFLICT(session, seq) DO NOTHING
 """
 
 # An import may bring messages with holes (an export of a session that popped): the
-# sessions it touched (?1, a JSON array of pks) count theirs again.
+# sessions it touched (:sessions, a JSON array of pks) count theirs again.
 RECOUNT_HOLES = """
 UPDATE sessions
 SET holes = last_seq - archived_seq
     - (SELECT count(*) FROM messages WHERE session = sessions.pk AND seq > sessions.archived_seq)
-WHERE pk IN (SELECT value FROM json_each(?1))
+WHERE pk IN (SELECT value FROM json_each(:sessions))
 """

@@ -12,36 +12,30 @@ facts_sql.py), run through the engine's writer, one transaction per batch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...records import Fact
+from ...records import Fact, Message
 from ...rules.checks import encode_metadata, encode_tool_calls
-from ...rules.encoding import dt_to_ms, dumps_json, now_ms
+from ...rules.encoding import dt_to_ms, dumps_json
 from ...rules.export_format import (
     BlobRow,
     DocumentRow,
-    ExportStream,
     ImportCounts,
-    MessageRow,
     MessageVectorRow,
-    Progress,
     RevisionRow,
     Row,
-    SummaryRow,
     VectorRow,
-    read_export,
-    read_records,
 )
 from ...rules.import_merge import StoredFact
 from ...search.query import segment
-from ...stores.transfer import import_into
+from ...stores.sql_import import SqlImportBatch, SqlImportPort
+from ...stores.sql_port import plain_text
+from ...stores.transfer import Importers
 from ..stores.chains import link_supersessions
 from ..stores.facts_sql import IMPORT_STORED_FACT
-from ..stores.history_sql import SELECT_SUMMARY
+from . import history_transfer_sql
 from .docs_transfer import import_document, import_revision
-from .history_transfer_sql import IMPORT_MESSAGE, IMPORT_SESSION, RECOUNT_HOLES
 from .kv_transfer import import_blob_row
 from .message_vectors_transfer import import_message_vector
 from .vectors_transfer import import_vector
@@ -63,117 +57,58 @@ __all__ = [
 BATCH_SIZE = 1000
 
 
-def import_lines(
-    db: MemoryDB, lines: Iterable[bytes | str], progress: Progress | None = None
-) -> ImportCounts:
-    """Import an export file given as its lines; see `read_export`."""
-    return import_stream(db, read_export(lines), progress)
-
-
-def import_records(
-    db: MemoryDB, records: Iterable[Mapping[str, Any]], progress: Progress | None = None
-) -> ImportCounts:
-    """Import records as `export_records` yields them, header first.
-
-    Errors name the 1-based position of the bad record.
-    """
-    return import_stream(db, read_records(records), progress)
-
-
-def import_stream(
-    db: MemoryDB, stream: ExportStream, progress: Progress | None = None
-) -> ImportCounts:
-    """Write the stream's records into `db`, `BATCH_SIZE` records per transaction."""
-    return import_into(SQLiteImportPort(db), stream, progress, BATCH_SIZE)
-
-
-class SQLiteImportPort:
+class SQLiteImportPort(SqlImportPort["MemoryDB", "SQLiteImportBatch"]):
     """A SQLite memory database as an import target (`ImportPort`)."""
 
     def __init__(self, db: MemoryDB) -> None:
-        self._db = db
+        super().__init__(db, db.engine)
 
-    @contextmanager
-    def batch(self, rows: Sequence[Row]) -> Iterator[SQLiteImportBatch]:
-        with self._db.engine.write() as conn:
-            yield SQLiteImportBatch(self._db, conn)
-
-    @property
-    def database(self) -> MemoryDB:
-        return self._db
+    def _batch(self, conn: apsw.Connection, rows: Sequence[Row]) -> SQLiteImportBatch:
+        return SQLiteImportBatch(self._db, conn)
 
 
-class SQLiteImportBatch:
-    """One batch's writes in the caller's transaction (`ImportBatch`)."""
+def _batch_size() -> int:
+    return BATCH_SIZE
+
+
+_IMPORTERS = Importers(SQLiteImportPort, _batch_size)
+import_lines = _IMPORTERS.import_lines
+import_records = _IMPORTERS.import_records
+import_stream = _IMPORTERS.import_stream
+
+
+class SQLiteImportBatch(SqlImportBatch):
+    """One batch's writes in the caller's transaction (`ImportBatch`); sessions are
+    referred to by their row's pk, and a batch's touched sessions go to the recount as
+    one JSON array."""
 
     def __init__(self, db: MemoryDB, conn: apsw.Connection) -> None:
+        super().__init__(conn, history_transfer_sql, None, plain_text, dumps_json)
         self._db = db
-        self._conn = conn
-        self._now = now_ms()
         self._searchable = 1 if db.config.history_search else 0
-        self._sessions: set[int] = set()  # touched: their popped seqs are counted again
+        # Messages imported with history search off wait for the next open with it on,
+        # like appended ones (see history.index_unsearchable_messages).
+        self._unindexed = 1 - self._searchable
 
-    def message(self, row: MessageRow, counts: ImportCounts) -> None:
-        """Upsert the message's session, insert the message."""
-        conn, now = self._conn, self._now
-        session: Any = conn.execute(
-            IMPORT_SESSION,
-            {
-                "session_id": row.session_id,
-                # Messages imported with history search off wait for the next open with it
-                # on, like appended ones (see history.index_unsearchable_messages).
-                "unindexed": 1 - self._searchable,
-                "summary": "",
-                "has_summary": 0,
-                "last_seq": row.seq,
-                "archived_seq": row.seq if row.archived else 0,
-                "now": now,
-            },
-        ).fetchall()[0][0]
-        message = row.message
-        created = now if message.created_at is None else dt_to_ms(message.created_at)
-        conn.execute(
-            IMPORT_MESSAGE,
-            (
-                session,
-                row.seq,
-                message.role,
-                message.content,
-                message.name,
-                message.tool_call_id,
-                encode_tool_calls(message.tool_calls),
-                int(message.is_error),
-                encode_metadata(message.metadata),
-                created,
-                self._searchable,
-                segment(message.content),
-            ),
+    def _added(self, cursor: apsw.Cursor) -> bool:
+        return bool(self._conn.changes())
+
+    def _message_params(self, ref: int, seq: int, message: Message) -> tuple[Any, ...]:
+        created = self._now if message.created_at is None else dt_to_ms(message.created_at)
+        return (
+            ref,
+            seq,
+            message.role,
+            message.content,
+            message.name,
+            message.tool_call_id,
+            encode_tool_calls(message.tool_calls),
+            int(message.is_error),
+            encode_metadata(message.metadata),
+            created,
+            self._searchable,
+            segment(message.content),
         )
-        if conn.changes():
-            counts.messages += 1
-        else:
-            counts.messages_skipped += 1
-        self._sessions.add(int(session))
-
-    def summary(self, row: SummaryRow, counts: ImportCounts) -> None:
-        """Upsert the session's summary and boundary."""
-        before = self._conn.execute(SELECT_SUMMARY, (row.session_id,)).fetchall()
-        stored: Any = self._conn.execute(
-            IMPORT_SESSION,
-            {
-                "session_id": row.session_id,
-                "unindexed": 0,
-                "summary": row.summary,
-                "has_summary": 1 if row.summary else 0,
-                "last_seq": row.archived_seq,
-                "archived_seq": row.archived_seq,
-                "now": self._now,
-            },
-        ).fetchall()[0]
-        pk, after = stored
-        if row.summary and (not before or before[0][0] != after):
-            counts.summaries += 1
-        self._sessions.add(int(pk))
 
     def document(self, row: DocumentRow, counts: ImportCounts) -> None:
         import_document(self._conn, row, self._db.config.doc_revisions, counts)
@@ -186,11 +121,6 @@ class SQLiteImportBatch:
 
     def blob(self, row: BlobRow, counts: ImportCounts) -> None:
         import_blob_row(self._conn, row, self._now, counts)
-
-    def sessions_done(self) -> None:
-        if self._sessions:
-            self._conn.execute(RECOUNT_HOLES, (dumps_json(sorted(self._sessions)),))
-            self._sessions.clear()
 
     def stored_fact(self, fact_id: str) -> StoredFact | None:
         found: list[Any] = self._conn.execute(IMPORT_STORED_FACT, (fact_id,)).fetchall()

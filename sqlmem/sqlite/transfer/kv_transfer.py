@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from ...rules.encoding import now_ms
-from ...rules.export_blobs import CheckpointRecordRow, CheckpointWriteRow, KVRecordRow, b64
-from ...rules.export_format import ImportCounts, iso_from_ms
+from ...rules.export_blobs import CheckpointRecordRow, CheckpointWriteRow, KVRecordRow
+from ...rules.export_format import ImportCounts
+from ...rules.export_records import checkpoint_record, checkpoint_write_record, kv_record
 
 if TYPE_CHECKING:
     from ..db import MemoryDB
@@ -81,17 +82,8 @@ def export_kv(db: MemoryDB) -> Iterator[dict[str, Any]]:
                 _KV_FIRST if first else _KV_PAGE,
                 (*after, now_ms(), _PAGE),
             ).fetchall()
-        for namespace, key, value, created, updated, ttl, expires in rows:
-            yield {
-                "type": "kv",
-                "namespace": namespace,
-                "key": key,
-                "value": b64(value),
-                "created_at": iso_from_ms(created),
-                "updated_at": iso_from_ms(updated),
-                "ttl_ms": ttl,
-                "expires_at": None if expires is None else iso_from_ms(expires),
-            }
+        for row in rows:
+            yield kv_record(*row)
         if len(rows) < _PAGE:
             return
         after, first = (rows[-1][0], rows[-1][1]), False
@@ -107,18 +99,7 @@ def export_checkpoints(db: MemoryDB) -> Iterator[dict[str, Any]]:
                 _CHECKPOINTS_FIRST if first else _CHECKPOINTS_PAGE, (*after, _PAGE)
             ).fetchall()
         for row in rows:
-            yield {
-                "type": "checkpoint",
-                "thread_id": row[0],
-                "checkpoint_ns": row[1],
-                "checkpoint_id": row[2],
-                "parent_checkpoint_id": row[3],
-                "checkpoint_type": row[4],
-                "checkpoint": b64(row[5]),
-                "metadata_type": row[6],
-                "metadata": b64(row[7]),
-                "run_id": row[8],
-            }
+            yield checkpoint_record(row)
         if len(rows) < _PAGE:
             break
         after, first = tuple(rows[-1][:3]), False
@@ -134,18 +115,7 @@ def _export_writes(db: MemoryDB) -> Iterator[dict[str, Any]]:
                 _WRITES_FIRST if first else _WRITES_PAGE, (*after, _PAGE)
             ).fetchall()
         for row in rows:
-            yield {
-                "type": "checkpoint_write",
-                "thread_id": row[0],
-                "checkpoint_ns": row[1],
-                "checkpoint_id": row[2],
-                "task_id": row[3],
-                "idx": row[4],
-                "channel": row[5],
-                "value_type": row[6],
-                "value": b64(row[7]),
-                "task_path": row[8],
-            }
+            yield checkpoint_write_record(row)
         if len(rows) < _PAGE:
             return
         after, first = tuple(rows[-1][:5]), False
