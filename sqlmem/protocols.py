@@ -23,6 +23,7 @@ from .doc_records import (
     RevisionInfo,
 )
 from .records import Fact, Message
+from .rules.chains import FactState
 from .rules.forget import ForgetReport
 
 if TYPE_CHECKING:  # numpy loads only with the stores that use it
@@ -56,9 +57,6 @@ __all__ = [
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
 #: The modes of `HistoryStore.search`.
 HistoryMode = Literal["any", "vector", "hybrid"]
-#: Which stored facts `FactStore.list(state=...)` shows: the live ones (what every
-#: other read shows), the superseded ones, the expired ones not yet deleted, or all.
-FactState = Literal["live", "superseded", "expired", "all"]
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from ..rules.chains import FactState
 from .corpus_sql import FACTS, LOCK_CORPUS, STATS, UPDATE_STATS
 from .ranking import bm25_statement
 
@@ -204,7 +205,7 @@ _STATE_TESTS = {
 
 
 @cache
-def filter_sql(key: FilterKey, item_key: FilterKey = NO_ITEM_KEY, state: str = "live") -> str:
+def filter_sql(key: FilterKey, item_key: FilterKey = NO_ITEM_KEY, state: FactState = "live") -> str:
     """The filters present in `key` and `item_key` ANDed, and the expiry test (`LIVE`);
     for a listing of another `state`, that state's test instead."""
     parts = [f"({frag})" for frag, on in zip(_FILTERS, key, strict=True) if on]
@@ -243,7 +244,7 @@ def list_sql(
     item_key: FilterKey,
     oldest_first: bool,
     limited: bool,
-    state: str = "live",
+    state: FactState = "live",
     window: bool = False,
 ) -> str:
     """A listing, newest (or oldest) first; a page `as_of` a time (`valid_at_shape`) is

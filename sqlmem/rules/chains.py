@@ -20,17 +20,19 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Literal, NamedTuple
 
 from ..errors import InvalidArgumentError
 from .encoding import dt_to_ms
 
-if TYPE_CHECKING:  # records import this module, and protocols import records
-    from ..protocols import FactState
+#: Which stored facts `FactStore.list(state=...)` shows: the live ones (what every
+#: other read shows), the superseded ones, the expired ones not yet deleted, or all.
+FactState = Literal["live", "superseded", "expired", "all"]
 
 __all__ = [
     "FACT_STATES",
     "MAX_KEY_LEN",
+    "FactState",
     "Link",
     "Placement",
     "chain_name",

@@ -91,13 +91,14 @@ REVIEWED_NAMES = {
 
 #: Local variables passed to execute(), per (file, variable): assigned from a builder.
 REVIEWED_LOCALS = {
-    ("facts.py", "text"): "sql.list_sql(...), a shape-only builder",
+    ("facts.py", "text"): "list_sql.list_sql(...), a shape-only builder",
+    ("facts.py", "window"): "list_sql.list_sql(..., window=True), a shape-only builder",
     ("facts.py", "statement"): "_SEARCH_UNFILTERED or sql.search_sql(...), shape-only",
     ("history.py", "query"): "sql.READ_ALL or sql.READ_ALL_ACTIVE",
     ("vectors.py", "statement"): "sql.candidates_sql(...), a shape-only builder",
 }
 
-_SHAPE_ANNOTATIONS = {"int", "bool", "FilterKey", "ItemKey", "tuple[bool, ...]"}
+_SHAPE_ANNOTATIONS = {"int", "bool", "FilterKey", "ItemKey", "tuple[bool, ...]", "FactState"}
 
 
 def _sources() -> Iterator[tuple[Path, ast.Module]]:

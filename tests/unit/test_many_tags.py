@@ -23,7 +23,7 @@ from sqlmem import Fact
 from sqlmem.inmemory.facts import InMemoryFactStore
 from sqlmem.rules.encoding import dt_from_ms
 from sqlmem.rules.filters import make_filters
-from sqlmem.sqlite.stores import facts_sql
+from sqlmem.sqlite.stores import facts_list_sql, facts_sql
 
 _STEP = 100  # VM instructions per progress callback
 
@@ -103,7 +103,7 @@ def test_tag_check_reads_the_candidates_tags_not_each_wanted_tag(
         plans = {
             name: [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + text, params)]
             for name, text in (
-                ("list", facts_sql.list_sql(filters.key)),
+                ("list", facts_list_sql.list_sql(filters.key)),
                 ("search", facts_sql.search_sql(filters.key)),
             )
         }

@@ -15,7 +15,7 @@ from sqlmem.records import Fact
 from sqlmem.rules.encoding import dt_from_ms
 from sqlmem.rules.filters import make_filters
 from sqlmem.sqlite.core.engine import Engine
-from sqlmem.sqlite.stores import facts_sql
+from sqlmem.sqlite.stores import facts_list_sql, facts_sql
 from sqlmem.sqlite.stores.facts import SQLiteFactStore
 
 N = 4000
@@ -95,7 +95,7 @@ def test_list_with_a_metadata_operator_is_index_driven(
     filters = make_filters(**driver, metadata=metadata)
     params = filters.params()
     params["limit"], params["offset"], params["now"] = 20, 0, 0
-    lines = plan(engine, facts_sql.list_sql(filters.key), params)
+    lines = plan(engine, facts_list_sql.list_sql(filters.key), params)
     assert not scans_facts(lines), lines
     if "tags" in driver:
         assert lines[0] == "SEARCH d USING PRIMARY KEY (tag=?)", lines

@@ -75,6 +75,7 @@ from ...stores.sql_facts import FactCodec, SqlFactPort
 from ...stores.sql_port import plain_text
 from ..core.engine import Engine
 from . import chains, items
+from . import facts_list_sql as list_sql
 from . import facts_sql as sql
 from .fts_any import AnyShortcut, capped_terms
 
@@ -296,18 +297,21 @@ class SQLiteFactPort(SqlFactPort[Engine, "FactVectors"]):
             del params["meta"], params["mops"]
             params["mpath"], params["mvalue"] = scalar
         key, item_key, oldest_first = filters.key, item_filters.key, listing.oldest_first
-        shape = partial(sql.list_sql, key, item_key, oldest_first=oldest_first, limited=limited)
-        shape = partial(shape, scalar=scalar is not None, state=listing.state)
-        if not sql.valid_at_shape(key, item_key, oldest_first=oldest_first, limited=limited):
-            return facts_from_rows(self._read(shape(), params), ranked=False)
+        text = list_sql.list_sql(
+            key, item_key, oldest_first=oldest_first, limited=limited,
+            scalar=scalar is not None, state=listing.state,
+        )  # fmt: skip
+        if not list_sql.valid_at_shape(key, item_key, oldest_first=oldest_first, limited=limited):
+            return facts_from_rows(self._read(text, params), ranked=False)
         with self._engine.read() as conn:  # `as_of`: the newest facts first, one snapshot
             rows: list[Any] = []
             page_end = listing.offset + (listing.limit or 0)
-            if listing.state == "live" and page_end <= sql.VALID_AT_WINDOW // 2:
-                params["window"] = sql.VALID_AT_WINDOW
-                rows = conn.execute(shape(window=True), params).fetchall()
+            if listing.state == "live" and page_end <= list_sql.VALID_AT_WINDOW // 2:
+                params["window"] = list_sql.VALID_AT_WINDOW
+                window = list_sql.list_sql(key, item_key, scalar=scalar is not None, window=True)
+                rows = conn.execute(window, params).fetchall()
             if len(rows) < (listing.limit or 0):  # not a whole page among them
-                rows = conn.execute(shape(), params).fetchall()
+                rows = conn.execute(text, params).fetchall()
         return facts_from_rows(rows, ranked=False)
 
 

@@ -55,8 +55,12 @@ __all__ = [
     "IMPORT_STORED_FACT",
     "LIVE",
     "LIVE_SEARCH",
+    "METADATA_SCALAR",
+    "NO_ITEM_KEY",
+    "PREDICATES",
     "PROMOTE",
     "PROMOTE_ELIGIBLE",
+    "RAREST_TAG",
     "REMEMBER_FIND",
     "REMEMBER_MERGE",
     "SELECT_BY_ID",
@@ -67,13 +71,12 @@ __all__ = [
     "UNFINGERPRINTED",
     "UPSERT_CHUNK",
     "VALID_AT",
-    "VALID_AT_WINDOW",
-    "list_sql",
+    "FilterKey",
     "live_test",
     "search_live_sql",
     "search_sql",
     "upsert_sql",
-    "valid_at_shape",
+    "where_clauses",
 ]
 
 _COLUMNS = (
@@ -220,13 +223,13 @@ AND NOT EXISTS (
 # predicate. A path lookup in a parse SQLite caches costs far less per row than the
 # json_each walk: the newest 10 of 1,000 matches in 50,000 facts went from 3.8x raw apsw
 # to ~1.8x for the whole call (benchmarks/metadata_equality.py).
-_METADATA_SCALAR = (
+METADATA_SCALAR = (
     "json_extract(f.metadata, :mpath) IS json_extract(:mvalue, '$')"
     " AND json_type(f.metadata, :mpath) = json_type(:mvalue)"
 )
 # Which wanted tag drives a tag-filtered list: the one fewest facts hold (each counted in
 # fact_tags' primary key; an absent tag counts 0 and ends the list at once).
-_RAREST_TAG = """d.tag = (SELECT w.value FROM json_each(:tags) AS w
+RAREST_TAG = """d.tag = (SELECT w.value FROM json_each(:tags) AS w
     ORDER BY (SELECT count(*) FROM fact_tags AS n WHERE n.tag = w.value) LIMIT 1)"""
 
 # Memory-item filters (rules/items.py, ItemFilters.key: after Filters.key's).
@@ -234,7 +237,8 @@ _LAYER = "f.layer IN (SELECT value FROM json_each(:layers))"
 _KIND = "f.kind = :kind"
 _MIN_CONFIDENCE = "f.confidence >= :min_confidence"
 
-_PREDICATES = (_TAGS, _CATEGORY, _SOURCE, _SINCE, _UNTIL, _METADATA)
+#: The filters' predicates, in `Filters.key` order.
+PREDICATES = (_TAGS, _CATEGORY, _SOURCE, _SINCE, _UNTIL, _METADATA)
 _ITEM_PREDICATES = (_LAYER, _KIND, _MIN_CONFIDENCE, VALID_AT)
 
 # The same tests on a row that search reaches by its primary key (FTS5 drives, see
@@ -257,10 +261,10 @@ ItemKey = tuple[bool, bool, bool, bool]
 NO_ITEM_KEY: ItemKey = (False, False, False, False)
 
 
-def _where(
+def where_clauses(
     key: FilterKey,
     item_key: tuple[bool, ...] = NO_ITEM_KEY,
-    predicates: tuple[str, ...] = _PREDICATES,
+    predicates: tuple[str, ...] = PREDICATES,
 ) -> list[str]:
     # item keys of 0.2 callers have three flags: no `as_of` (zip stops at the shorter)
     return [sql for present, sql in zip(key, predicates, strict=True) if present] + [
@@ -308,132 +312,13 @@ def search_live_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) ->
     """The filtered shape, expired facts skipped: every filtered search, and an
     unfiltered one while expired facts are stored (`ANY_EXPIRED`; `expire()` and vacuum
     delete them). Needs `:now`."""
-    where = [*_where(key, item_key, _SEARCH_PREDICATES), live_test(item_key, searched=True)]
+    where = [*where_clauses(key, item_key, _SEARCH_PREDICATES), live_test(item_key, searched=True)]
     return (
         f"SELECT {_COLUMNS}, {FACTS_FTS}.rank"
         f" FROM {FACTS_FTS} CROSS JOIN facts AS f ON f.pk = {FACTS_FTS}.rowid"
         f" WHERE {FACTS_FTS} MATCH :query AND "
         + " AND ".join(where)
         + f" ORDER BY {FACTS_FTS}.rank LIMIT +:limit"
-    )
-
-
-#: `list(state=...)`: the stored facts each state shows besides the live ones (read now;
-#: `rules.chains.in_state`). The partial indexes facts_valid_to and facts_expires hold
-#: exactly the candidates of the first two.
-_STATE_TESTS = {
-    "superseded": f"{UNEXPIRED} AND f.valid_to <= :now",
-    "expired": "f.expires_at <= :now",
-    "all": "",
-}
-#: The same tests in a page `as_of` a time: the valid-time parts drive it (`+`), the
-#: expired facts (a few, until `expire()`) their index.
-_STATE_TESTS_AS_OF = _STATE_TESTS | {"superseded": f"{UNEXPIRED} AND +f.valid_to <= :now"}
-
-#: How many of the newest facts a page `as_of` a time looks at first (`window=True`).
-VALID_AT_WINDOW = 2000
-
-
-@cache
-def list_sql(
-    key: FilterKey,
-    item_key: tuple[bool, ...] = NO_ITEM_KEY,
-    *,
-    oldest_first: bool = False,
-    limited: bool = True,
-    scalar: bool = False,
-    state: str = "live",
-    window: bool = False,
-) -> str:
-    """Browsing (newest first, paged) and metadata lookup (oldest first, all rows).
-
-    pk breaks ties between equal timestamps: insertion order, like the in-memory twin.
-    Expired facts are skipped (needs `:now`), and superseded ones unless `state` asks
-    for them.
-
-    With tags and a metadata filter, the facts holding the rarest wanted tag are the
-    candidates (one seek into fact_tags' primary key), then sorted: the cost is that
-    tag's size, never the table's, where each row read costs JSON parsing (no
-    scan of facts when a tag or category is given). Tags alone keep 0.1's plan, a walk
-    down facts_created_at that stops after `limit` passing rows: cheap per row, and
-    immediate for a tag most facts hold (tests/unit/test_many_tags.py pins its work). A
-    category is driven by its index (facts_category) either way. `scalar`: the metadata
-    filter is `facts.scalar_equality`'s (params `mpath`, `mvalue`, not `meta`, `mops`).
-
-    A page `as_of` a time (`valid_at_shape`) is read by `_valid_at_window` (with
-    `window`) or `_valid_at_page`, never by a walk down the whole table.
-    """
-    predicates = (*_PREDICATES[:-1], _METADATA_SCALAR) if scalar else _PREDICATES
-    page_as_of = valid_at_shape(key, item_key, oldest_first=oldest_first, limited=limited)
-    tests = _STATE_TESTS_AS_OF if page_as_of else _STATE_TESTS
-    visible = live_test(item_key) if state == "live" else tests[state]
-    where = [*_where(key, item_key, predicates), *([visible] if visible else [])]
-    sql = f"SELECT {_COLUMNS} FROM facts AS f"
-    if key[0] and key[5]:  # tags and metadata: the rarest wanted tag's facts drive
-        sql = f"SELECT {_COLUMNS} FROM fact_tags AS d CROSS JOIN facts AS f ON f.pk = d.fact_pk"
-        where = [_RAREST_TAG, *where]
-    if page_as_of:
-        return _valid_at_window(where) if window else _valid_at_page(where)
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += (
-        " ORDER BY f.created_at, f.pk" if oldest_first else " ORDER BY f.created_at DESC, f.pk DESC"
-    )
-    if not limited:
-        return sql
-    if state == "live":
-        return sql + " LIMIT :limit OFFSET :offset"
-    # superseded or expired facts come from their partial index, unordered: their keys
-    # are sorted, and only the page's rows read whole
-    keys = sql.replace(f"SELECT {_COLUMNS}", "SELECT f.pk", 1)
-    return (
-        f"SELECT {_COLUMNS} FROM facts AS f WHERE f.pk IN ({keys} LIMIT :limit + :offset)"
-        " ORDER BY f.created_at DESC, f.pk DESC LIMIT :limit OFFSET :offset"
-    )
-
-
-def valid_at_shape(
-    key: FilterKey, item_key: tuple[bool, ...], *, oldest_first: bool, limited: bool
-) -> bool:
-    """Whether a listing is a page `as_of` a time, newest first, read in the shapes
-    below (with tags and a metadata filter, the rarest tag drives it as any listing)."""
-    as_of = len(item_key) > 3 and item_key[3]
-    return bool(as_of) and limited and not oldest_first and not (key[0] and key[5])
-
-
-def _valid_at_window(where: list[str]) -> str:
-    """The page among the newest `:window` facts only: the answer when they hold a whole
-    page (`limit` rows at `offset`), since every fact outside is older than each of
-    them. The usual case for a recent moment: the newest facts are valid then."""
-    return (
-        f"SELECT {_COLUMNS} FROM (SELECT * FROM facts"
-        " ORDER BY created_at DESC, pk DESC LIMIT :window) AS f"
-        f" WHERE {' AND '.join(where)}"
-        " ORDER BY f.created_at DESC, f.pk DESC LIMIT :limit OFFSET :offset"
-    )
-
-
-def _valid_at_page(where: list[str]) -> str:
-    """A page of the facts valid at `:at`, newest first, read in two bounded parts.
-
-    A fact valid at `:at` began by then: created by then, or created later with a
-    `valid_from` backdated to it. The first part walks facts_created_at down from `:at`
-    and stops after `limit + offset` passing rows; the second reads the backdated facts
-    from facts_valid_from (which holds only facts with an explicit valid_from) up to
-    `:at`. Walking newest first from now instead read every fact created since `:at`
-    before the first one valid then: most of the file for a moment long ago. The unary
-    `+` keeps the second part on facts_valid_from; both parts sort primary keys only,
-    and the page's rows are read last (half the time of sorting whole rows).
-    """
-    ordered = " ORDER BY f.created_at DESC, f.pk DESC LIMIT :limit + :offset"
-    began = " AND ".join([*where, "f.created_at <= :at"])
-    backdated = " AND ".join([*where, "f.valid_from <= :at", "+f.created_at > :at"])
-    return (
-        f"SELECT {_COLUMNS} FROM facts AS f WHERE f.pk IN ("
-        f"SELECT pk FROM (SELECT f.pk FROM facts AS f WHERE {began}{ordered})"
-        f" UNION ALL SELECT pk FROM (SELECT f.pk FROM facts AS f WHERE {backdated}"
-        " ORDER BY +f.created_at DESC, f.pk DESC LIMIT :limit + :offset)"
-        ") ORDER BY f.created_at DESC, f.pk DESC LIMIT :limit OFFSET :offset"
     )
 
 

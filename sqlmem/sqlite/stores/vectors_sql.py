@@ -10,17 +10,17 @@ import apsw
 
 from ...rules.encoding import now_ms
 from .facts_sql import (
-    _COLUMNS,
-    _RAREST_TAG,
     ANY_EXPIRED,
     ANY_INVALID,
+    COLUMNS,
     FINGERPRINT_KEY,
     LIVE,
     NO_ITEM_KEY,
+    RAREST_TAG,
     UNEXPIRED,
     FilterKey,
-    _where,
     live_test,
+    where_clauses,
 )
 
 __all__ = [
@@ -133,7 +133,7 @@ PENDING_PAGE = (
 
 #: The full rows of the ranked facts.
 ROWS_BY_PK = (
-    f"SELECT f.pk, {_COLUMNS} FROM facts AS f WHERE f.pk IN (SELECT value FROM json_each(:pks))"
+    f"SELECT f.pk, {COLUMNS} FROM facts AS f WHERE f.pk IN (SELECT value FROM json_each(:pks))"
 )
 
 #: A hybrid leg's ranked facts: (pk, id) only, fused on ids before any full row is read.
@@ -150,7 +150,7 @@ ALL_VECTORS = (
 
 #: The full rows of ranked candidates that are still live.
 LIVE_ROWS_BY_PK = (
-    f"SELECT f.pk, {_COLUMNS} FROM facts AS f"
+    f"SELECT f.pk, {COLUMNS} FROM facts AS f"
     f" WHERE f.pk IN (SELECT value FROM json_each(:pks)) AND {LIVE}"
 )
 
@@ -171,7 +171,7 @@ def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> 
     where = [
         "v.model = :model",
         "v.dim = :dim",
-        *_where(key, item_key),
+        *where_clauses(key, item_key),
         live_test(item_key),
     ]
     source = "facts AS f JOIN fact_vectors AS v ON v.fact_pk = f.pk"
@@ -180,7 +180,7 @@ def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> 
             "fact_tags AS d CROSS JOIN facts AS f ON f.pk = d.fact_pk"
             " CROSS JOIN fact_vectors AS v ON v.fact_pk = f.pk"
         )
-        where.insert(0, _RAREST_TAG)
+        where.insert(0, RAREST_TAG)
     # No ORDER BY: SQLite would sort the vectors themselves; the caller orders by pk.
     return f"SELECT f.pk, v.vector FROM {source} WHERE " + " AND ".join(where)
 
@@ -193,7 +193,7 @@ def candidates_sql(key: FilterKey, item_key: tuple[bool, ...] = NO_ITEM_KEY) -> 
 #: tag the driving entry is the whole test (the count below is skipped).
 TAGGED_CANDIDATES = (
     "SELECT d.fact_pk, v.vector FROM fact_tags AS d CROSS JOIN fact_vectors AS v"
-    f" ON v.fact_pk = d.fact_pk WHERE {_RAREST_TAG} AND v.model = :model AND v.dim = :dim"
+    f" ON v.fact_pk = d.fact_pk WHERE {RAREST_TAG} AND v.model = :model AND v.dim = :dim"
     " AND (:ntags = 1 OR (SELECT count(*) FROM fact_tags AS t WHERE t.fact_pk = d.fact_pk"
     " AND +t.tag IN (SELECT value FROM json_each(:tags))) = :ntags)"
 )
