@@ -85,10 +85,13 @@ class CuttingProxy:
                         self.trigger, self.cuts = None, self.cuts + 1
                         self._cut.add(server)
                 if cut:
-                    if forward:
-                        server.sendall(data)
+                    # The client's side first: forwarding first let a loaded machine pass
+                    # the server's answer back before the cut (the client then saw its
+                    # INSERT succeed and lost the connection at COMMIT instead).
                     client.shutdown(socket.SHUT_RDWR)
                     client.close()
+                    if forward:
+                        server.sendall(data)
                     server.shutdown(socket.SHUT_WR)  # the server reads EOF after the data
                     return
                 server.sendall(data)
