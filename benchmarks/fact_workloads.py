@@ -24,7 +24,7 @@ from .context import Context
 from .data import FactRow
 from .harness import Row, cost_ratio_rate, latency_interleaved, median, throughput_rounds
 from .history_workloads import latency_rows
-from .raw import RawFacts, RawMetaFacts
+from .raw import RawFacts, RawMetaFacts, stable_plans
 
 __all__ = [
     "w3_fact_search",
@@ -328,6 +328,7 @@ class _SameSchemaUpserts:
         self.conn.pragma("synchronous", "NORMAL")
         self.conn.pragma("recursive_triggers", "ON")
         self.conn.pragma("foreign_keys", "ON")
+        stable_plans(self.conn)
 
     @staticmethod
     def row(fact: sqlmem.Fact) -> tuple[Any, ...]:
