@@ -75,7 +75,7 @@ from ...stores.facts_vectors import PortVectors
 from ..core.engine import Engine
 from . import chains, items
 from . import facts_sql as sql
-from .fts_any import AnyShortcut, capped_terms
+from .fts_any import AnyShortcut, capped_terms, row_count_of
 
 if TYPE_CHECKING:
     from ...rules.candidates import FactCandidate
@@ -282,21 +282,27 @@ class SQLiteFactPort:
             params["query"], params["limit"], params["now"] = match, limit, now
         # Expired and superseded facts stay in the index (until expire(); for good):
         # while there are any, an unfiltered search skips them in the filtered shape
-        # (three index probes when there are none, the usual case).
-        if unfiltered and (
-            conn.execute(sql.ANY_EXPIRED).fetchall() or conn.execute(sql.ANY_INVALID).fetchall()
-        ):
-            unfiltered = False
-            statement, params["now"] = sql.search_live_sql(NO_FILTERS.key), now
+        # (three index probes when there are none, the usual case). Mode "any" reads the
+        # index's size in the same statement, to choose its plan.
+        total: int | None = None
+        if unfiltered:
+            sized = words == "any" and query.mode != "raw" and len(terms) >= 2
+            found = conn.execute(sql.ANY_HIDDEN_AND_AVERAGES if sized else sql.ANY_HIDDEN)
+            hidden, *averages = found.fetchall()[0]
+            if hidden:
+                unfiltered = False
+                statement, params["now"] = sql.search_live_sql(NO_FILTERS.key), now
+            elif sized:
+                total = row_count_of(averages[0])
         if match is None:
             terms = capped_terms(conn, sql.ANY, terms, words)
             match = params["query"] = phrases(terms, " OR " if words == "any" else " AND ")
             if match is None:  # no kept word is in any row
                 return []
         if query.mode != "all" and query.mode != "raw" and unfiltered:
-            found = self._any.rows(conn, terms, limit)
-            if found is not None:
-                return found
+            shortcut = self._any.rows(conn, terms, limit, total)
+            if shortcut is not None:
+                return shortcut
         try:
             rows: list[Any] = conn.execute(statement, params).fetchall()
         except apsw.SQLError as exc:

@@ -35,6 +35,8 @@ from .fts_names import FACTS_FTS
 __all__ = [
     "ANY",
     "ANY_EXPIRED",
+    "ANY_HIDDEN",
+    "ANY_HIDDEN_AND_AVERAGES",
     "ANY_INVALID",
     "ANY_UNFINGERPRINTED",
     "CATEGORIES",
@@ -134,6 +136,13 @@ ANY_EXPIRED = f"SELECT 1 FROM facts WHERE expires_at <= {_CLOCK} LIMIT 1"
 #: valid only later (two probes of partial indexes holding only such facts).
 ANY_INVALID = (
     f"SELECT 1 WHERE EXISTS (SELECT 1 FROM facts WHERE valid_to <= {_CLOCK})"
+    f" OR EXISTS (SELECT 1 FROM facts WHERE valid_from > {_CLOCK})"
+)
+#: ANY_EXPIRED or ANY_INVALID as one statement (always one row: 1 or 0): a search reads
+#: it on every call, and each statement is a read of its own (~3 µs at 10,000 facts).
+ANY_HIDDEN = (
+    f"SELECT EXISTS (SELECT 1 FROM facts WHERE expires_at <= {_CLOCK})"
+    f" OR EXISTS (SELECT 1 FROM facts WHERE valid_to <= {_CLOCK})"
     f" OR EXISTS (SELECT 1 FROM facts WHERE valid_from > {_CLOCK})"
 )
 #: expire(): the delete triggers remove the index entries, fact_tags rows cascade.
@@ -266,6 +275,9 @@ ANY = any_queries(
     f"SELECT {_COLUMNS}, r.score FROM ({{ranked}}) AS r JOIN facts AS f ON f.pk = r.pk"
     " ORDER BY r.score",
 )
+#: ANY_HIDDEN and the FTS index's averages record, which holds its row count (what mode
+#: "any" reads first to choose its plan, `fts_any.fts_row_count`), in the same read.
+ANY_HIDDEN_AND_AVERAGES = f"{ANY_HIDDEN}, ({ANY.averages})"
 
 
 @cache
