@@ -48,9 +48,9 @@ search's own snapshot; see `query.rarest_terms` for what the result then means);
 query of more words is refused with `InvalidQueryError`, FTS5 syntax not being safely
 trimmable.
 
-Reads use a pooled reader connection, writes one short `BEGIN IMMEDIATE` transaction
-through the engine's writer. Memory items: remember and promotion in
-`sqlmem.sqlite.stores.items`; every read skips expired facts (`facts_sql.LIVE`).
+Reads use a pooled reader (a search's statements in one snapshot), writes one short
+`BEGIN IMMEDIATE` transaction through the engine's writer. Memory items: remember and
+promotion in `sqlmem.sqlite.stores.items`; every read skips expired facts (`LIVE`).
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ class SQLiteFactPort:
 
     def history_of_fact(self, fact_id: str) -> list[Fact]:
         now = now_ms()
-        with self._engine.read() as conn:
+        with self._engine.snapshot() as conn:
             found: list[Any] = conn.execute(sql.CHAIN_OF, {"id": fact_id}).fetchall()
             if not found:
                 return []
@@ -252,7 +252,7 @@ class SQLiteFactPort:
 
     def ranked(self, query: FactQuery) -> list[Fact]:
         match = query.text if query.mode == "raw" else self._match(query)
-        with self._engine.read() as conn:
+        with self._engine.snapshot() as conn:
             rows = self.ranked_rows(conn, query, match, query.limit)
         # bm25() is lower-is-better; users get higher-is-better (facts_from_rows negates).
         return facts_from_rows(rows, ranked=True)
@@ -280,10 +280,8 @@ class SQLiteFactPort:
             statement = sql.search_sql(filters.key, item_filters.key)
             params = filters.params() | item_filters.params()
             params["query"], params["limit"], params["now"] = match, limit, now
-        # Expired and superseded facts stay in the index (until expire(); for good):
-        # while there are any, an unfiltered search skips them in the filtered shape
-        # (three index probes when there are none, the usual case). Mode "any" reads the
-        # index's size in the same statement, to choose its plan.
+        # Expired and superseded facts stay in the index (until expire(); for good): while
+        # any are, an unfiltered search skips them; "any" reads the index's size with it.
         total: int | None = None
         if unfiltered:
             sized = words == "any" and query.mode != "raw" and len(terms) >= 2
@@ -326,7 +324,7 @@ class SQLiteFactPort:
                 return []
             return vectors.search(query_vector, query.limit, query.filters, query.items)
         wanted = hybrid_leg_size(query.limit)
-        with self._engine.read() as conn:
+        with self._engine.snapshot() as conn:
             lexical: list[Any] = []
             if query.terms:
                 lexical = self.ranked_rows(conn, query, self._match(query), wanted)
