@@ -1,7 +1,8 @@
 """U1: the inspector's pages on a big file (`sqlmem ui`).
 
 One SQLite file holds the W3 corpus of facts (100,000 at full size, in three layers; one
-in ten has a key, so 2,000 keys hold chains of five, four of each superseded) and the
+in ten has a key, so 2,000 keys hold chains of five, four of each superseded; one in fifty
+expired long ago and not yet deleted, as a file before `expire()` holds them) and the
 history corpus (100,000 messages over 100 sessions, the oldest half of each session
 archived under a summary), plus a document with revisions. Each page is requested through
 Starlette's TestClient, in process: the token check, the reads through the protocols, the
@@ -76,8 +77,11 @@ def build_inspector_file(path: Path, sizes: Sizes, corpus: Corpus) -> None:
 
 def _shape(n: int, total: int) -> dict[str, Any]:
     """Fact n's layer and, for one fact in ten, its key and valid time: the keyed facts
-    of one fifth of the corpus after another supersede those of the fifth before."""
+    of one fifth of the corpus after another supersede those of the fifth before. One
+    fact in fifty (none of them keyed) expired long ago."""
     shape: dict[str, Any] = {"layer": LAYERS[n % 3]}
+    if n % 50 == 25:
+        shape["expires_at"] = CHAIN_START + timedelta(days=60)
     if n % 10 == 0:
         shape["key"] = _slot((n // 10) % _keys(total))
         shape["valid_from"] = CHAIN_START + timedelta(days=30 * (n // max(1, total // 5)))
@@ -94,7 +98,7 @@ def _slot(k: int) -> str:
 
 
 def _marker(sizes: Sizes) -> str:
-    return f"U1 file v2: {sizes.w3_facts} facts, {sizes.history_messages} messages\n"
+    return f"U1 file v3: {sizes.w3_facts} facts, {sizes.history_messages} messages\n"
 
 
 def _reusable(path: Path, sizes: Sizes) -> bool:
@@ -139,7 +143,7 @@ def u1_inspector_pages(ctx: Context) -> list[Row]:
     with_embedder = TestClient(create_app(embedded, token=token))
     with_embedder.get(f"/?token={token}")
     s = ctx.sizes
-    pages = _pages(client, s)
+    pages = _pages(client, s, db)
     pages["overview, with an embedder"] = lambda q: with_embedder.get("/")
     counts: dict[str, Callable[[str], object]] = {
         COUNTS: lambda q: client.get("/stats"),
@@ -172,13 +176,21 @@ COUNTS = "overview's counts (/stats)"
 COUNTS_EMBEDDER = "overview's counts (/stats), with an embedder"
 
 
-def _pages(client: Any, s: Sizes) -> dict[str, Callable[[str], object]]:
+def _pages(client: Any, s: Sizes, db: sqlmem.MemoryDB) -> dict[str, Callable[[str], object]]:
     """Every page, each at its costly spot: deep pages, the middle of a list."""
     per_session = s.history_messages // max(1, s.w1_sessions)
     middle = max(1, per_session // 2)
     deep = (s.w3_facts // 2) // 50 * 50
     earlier = (CHAIN_START + timedelta(days=45)).strftime("%Y-%m-%d")
     slot = _slot(7 % _keys(s.w3_facts))
+    skipped = db.facts.list(limit=deep)  # where the Next links lead, `deep` facts down
+    last = skipped[-1].created_at
+    assert last is not None
+    cursor = {
+        "until": last.strftime("%Y-%m-%d %H:%M:%S.%f"),
+        "skip": sum(1 for f in skipped if f.created_at == last),
+        "offset": deep,
+    }
     chained = client.get("/facts", params={"key": slot}).text
     superseded = chained.split('href="/fact?id=', 1)[1].split('"', 1)[0]  # the oldest link
     return {
@@ -193,6 +205,9 @@ def _pages(client: Any, s: Sizes) -> dict[str, Callable[[str], object]]:
         "context window": lambda q: client.get("/window", params={"id": "s4"}),
         "facts": lambda q: client.get("/facts"),
         f"facts at offset {deep:,}": lambda q: client.get("/facts", params={"offset": deep}),
+        f"facts {deep:,} down, by the Next link's cursor": lambda q: client.get(
+            "/facts", params=cursor
+        ),
         "facts by tag and layer": lambda q: client.get(
             "/facts", params={"tags": "tag07", "layer": "semantic"}
         ),
@@ -201,8 +216,11 @@ def _pages(client: Any, s: Sizes) -> dict[str, Callable[[str], object]]:
             "/facts", params={"as_of": earlier}
         ),
         "facts: only superseded, at that moment": lambda q: client.get(
-            "/facts", params={"as_of": earlier, "superseded": "1"}
+            "/facts", params={"as_of": earlier, "state": "superseded"}
         ),
+        "facts: superseded now": lambda q: client.get("/facts", params={"state": "superseded"}),
+        "facts: expired": lambda q: client.get("/facts", params={"state": "expired"}),
+        "facts: all stored": lambda q: client.get("/facts", params={"state": "all"}),
         "a superseded fact with its chain": lambda q: client.get(
             "/fact", params={"id": superseded}
         ),

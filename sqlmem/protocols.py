@@ -32,11 +32,13 @@ if TYPE_CHECKING:  # numpy loads only with the stores that use it
 
     from .rules.candidates import FactCandidate
 __all__ = [
+    "ArchiveBoundary",
     "CheckResult",
     "Closable",
     "Database",
     "DocumentStore",
     "Embedder",
+    "FactState",
     "FactStore",
     "Forgetting",
     "HistoryStore",
@@ -44,6 +46,7 @@ __all__ = [
     "QueryEmbedder",
     "SearchMode",
     "VectorSearch",
+    "has_archive_boundary",
     "has_forgetting",
     "has_layered_search",
     "has_vector_search",
@@ -53,6 +56,9 @@ __all__ = [
 SearchMode = Literal["any", "all", "raw", "vector", "hybrid"]
 #: The modes of `HistoryStore.search`.
 HistoryMode = Literal["any", "vector", "hybrid"]
+#: Which stored facts `FactStore.list(state=...)` shows: the live ones (what every
+#: other read shows), the superseded ones, the expired ones not yet deleted, or all.
+FactState = Literal["live", "superseded", "expired", "all"]
 
 
 @runtime_checkable
@@ -83,7 +89,7 @@ class HistoryStore(Protocol):
 
     def purge(self, session_id: str) -> None: ...
 
-    def sessions(self) -> list[str]: ...
+    def sessions(self, *, after: str | None = None, limit: int | None = None) -> list[str]: ...
 
     def search(
         self,
@@ -169,6 +175,7 @@ class FactStore(Protocol):
         kind: str | None = None,
         min_confidence: float | None = None,
         as_of: datetime | None = None,
+        state: FactState = "live",
     ) -> builtins.list[Fact]: ...
 
     def tags(self) -> dict[str, int]: ...
@@ -388,6 +395,18 @@ class VectorSearch(Protocol):
 
 
 @runtime_checkable
+class ArchiveBoundary(Protocol):
+    """A history store that says where a session's archive ends without reading its
+    messages (an inspector's session page on a long session). SQLite's, the in-memory
+    and PostgreSQL's stores have it; a third party's history store need not."""
+
+    def archived_seq(self, session_id: str) -> int:
+        """The seq up to which the session is archived: every message at or before it
+        is archived, every later one active (0: nothing archived, or no such session)."""
+        ...
+
+
+@runtime_checkable
 class Forgetting(Protocol):
     """A database that forgets a source and what was derived only from it: a session, a
     message (`"msg:{session}#{seq}"`) or a document (`"doc:{path}"`), and every fact whose
@@ -395,6 +414,11 @@ class Forgetting(Protocol):
     PostgreSQL's databases all have it; a database of a third party need not."""
 
     def forget(self, source: str) -> ForgetReport: ...
+
+
+def has_archive_boundary(store: object) -> TypeGuard[ArchiveBoundary]:
+    """Whether the history `store` reads a session's archive boundary by itself."""
+    return _has(ArchiveBoundary, store)
 
 
 def has_forgetting(db: object) -> TypeGuard[Forgetting]:

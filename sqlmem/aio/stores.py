@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocols import DocumentStore, FactStore, HistoryStore
+from ..protocols import ArchiveBoundary, DocumentStore, FactStore, HistoryStore
 from .runner import Runner, off_loop
 
 __all__ = ["AsyncDocumentStore", "AsyncFactStore", "AsyncHistoryStore", "AsyncStore"]
@@ -41,6 +41,7 @@ class AsyncHistoryStore(AsyncStore):
     around = off_loop(HistoryStore.around)
     get_all = off_loop(HistoryStore.get_all)
     count = off_loop(HistoryStore.count)
+    archived_seq = off_loop(ArchiveBoundary.archived_seq)
     set_summary = off_loop(HistoryStore.set_summary, write=True)
     get_summary = off_loop(HistoryStore.get_summary)
     compact = off_loop(HistoryStore.compact)

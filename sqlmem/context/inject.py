@@ -86,9 +86,15 @@ def stores_of(store: FactStore | Sequence[FactStore]) -> list[FactStore]:
     """One store or a sequence of them (an agent's and a shared scope's), checked."""
     if hasattr(store, "search"):
         return [cast(FactStore, store)]
+    wrong = InvalidArgumentError(
+        "store must be a FactStore (a database's .facts) or a non-empty sequence of them,"
+        f" not {type(store).__name__}"
+    )
+    if isinstance(store, (str, bytes)) or not hasattr(store, "__iter__"):
+        raise wrong
     stores = list(store)
     if not stores or not all(hasattr(s, "search") for s in stores):
-        raise InvalidArgumentError("store must be a FactStore or a non-empty sequence of them")
+        raise wrong
     return stores
 
 

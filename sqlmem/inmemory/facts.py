@@ -340,9 +340,8 @@ class InMemoryFactPort:
     def listed(self, listing: FactListing) -> list[Fact]:
         with self._lock:
             now = now_ms()
-            found = [
-                d for d in self._docs.values() if d.accepted_by(listing.filters, listing.items, now)
-            ]
+            filters, items, state = listing.filters, listing.items, listing.state
+            found = [d for d in self._docs.values() if d.listed_in(filters, items, now, state)]
             found.sort(key=lambda d: (d.created_ms, d.pk), reverse=not listing.oldest_first)
             if listing.limit is not None:
                 found = found[listing.offset : listing.offset + listing.limit]

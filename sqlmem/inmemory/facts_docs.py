@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..records import Fact
-from ..rules.chains import is_valid
+from ..rules.chains import in_state, is_valid
 from ..rules.filters import FactRow, Filters
 from ..rules.items import ItemFilters, is_live
 from ..rules.rows import build_fact
 from ..search.bm25 import occurrences
 from ..search.query import Term
+
+if TYPE_CHECKING:
+    from ..protocols import FactState
 
 __all__ = ["FactDoc"]
 
@@ -83,6 +86,20 @@ class FactDoc:
             and filters.accepts(self.tag_set, r.category, r.source, self.created_ms, self.meta)
             and items.accepts(r.layer, r.kind, r.confidence)
         )
+
+    def listed_in(self, filters: Filters, items: ItemFilters, now: int, state: FactState) -> bool:
+        """`accepted_by` for a listing of any state (`rules.chains.in_state`)."""
+        if state == "live":
+            return self.accepted_by(filters, items, now)
+        r = self.row
+        return (
+            in_state(
+                state, r.expires_ms, self.valid_from, self.created_ms, self.valid_to, now,
+                items.as_of_ms,
+            )
+            and filters.accepts(self.tag_set, r.category, r.source, self.created_ms, self.meta)
+            and items.accepts(r.layer, r.kind, r.confidence)
+        )  # fmt: skip
 
     def live(self, now: int) -> bool:
         """Visible to reads of now: not expired, valid now."""

@@ -232,6 +232,11 @@ class InMemoryHistoryPort:
             session = self._sessions.get(session_id)
             return 0 if session is None else session.active_count()
 
+    def archived_seq(self, session_id: str) -> int:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return 0 if session is None else session.archived
+
     def summary(self, session_id: str) -> str:
         with self._lock:
             session = self._sessions.get(session_id)
@@ -240,6 +245,10 @@ class InMemoryHistoryPort:
     def sessions(self) -> list[str]:
         with self._lock:
             return sorted(k for k, s in self._sessions.items() if s.messages or s.summary)
+
+    def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
+        listed = [k for k in self.sessions() if after is None or k > after]
+        return listed if limit is None else listed[:limit]
 
     def vector_leg(self) -> MessageVectorLeg | None:
         return None if self._embedding is None else TwinVectors(self._embedding, self)

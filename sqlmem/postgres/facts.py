@@ -282,9 +282,19 @@ class PostgresFactPort:
         params = filter_params(listing.filters, listing.items)
         limited = listing.limit is not None
         params.update(agent=self._agent, limit=listing.limit or 0, offset=listing.offset)
-        text = sql.list_sql(listing.filters.key, listing.items.key, listing.oldest_first, limited)
+        keys = (listing.filters.key, listing.items.key, listing.oldest_first, limited)
         with self._engine.read() as conn:
-            rows = conn.execute(text, params).fetchall()
+            rows: list[Any] = []
+            page_end = listing.offset + (listing.limit or 0)
+            if (
+                sql.valid_at_shape(listing.items.key, listing.oldest_first, limited)
+                and listing.state == "live"
+                and page_end <= sql.VALID_AT_WINDOW // 2
+            ):  # `as_of`: the newest facts first, in the same snapshot
+                params["window"] = sql.VALID_AT_WINDOW
+                rows = conn.execute(sql.list_sql(*keys, "live", True), params).fetchall()
+            if not rows or len(rows) < (listing.limit or 0):
+                rows = conn.execute(sql.list_sql(*keys, listing.state), params).fetchall()
         return facts_from_rows(decoded(rows), ranked=False)
 
     def tags(self) -> dict[str, int]:

@@ -38,10 +38,12 @@ __all__ = [
     "UPDATE_STATS",
     "UPSERT",
     "VALID_AT",
+    "VALID_AT_WINDOW",
     "filter_sql",
     "list_sql",
     "ranked_sql",
     "search_sql",
+    "valid_at_shape",
 ]
 
 
@@ -185,14 +187,25 @@ FilterKey = tuple[bool, ...]
 NO_ITEM_KEY: FilterKey = (False, False, False, False)
 
 
+#: `list(state=...)`: the stored facts each state shows besides the live ones (read now;
+#: `rules.chains.in_state`).
+_STATE_TESTS = {
+    "superseded": f"{UNEXPIRED} AND f.valid_to <= %(now)s",
+    "expired": "f.expires_at <= %(now)s",
+    "all": "TRUE",
+}
+
+
 @cache
-def filter_sql(key: FilterKey, item_key: FilterKey = NO_ITEM_KEY) -> str:
-    """The filters present in `key` and `item_key` ANDed, and the expiry test (`LIVE`)."""
+def filter_sql(key: FilterKey, item_key: FilterKey = NO_ITEM_KEY, state: str = "live") -> str:
+    """The filters present in `key` and `item_key` ANDed, and the expiry test (`LIVE`);
+    for a listing of another `state`, that state's test instead."""
     parts = [f"({frag})" for frag, on in zip(_FILTERS, key, strict=True) if on]
     # item keys of 0.2 callers have three flags: no `as_of` (zip stops at the shorter)
     parts += [f"({frag})" for frag, on in zip(_ITEM_FILTERS, item_key, strict=False) if on]
     as_of = len(item_key) > 3 and item_key[3]
-    return " AND ".join([*parts, UNEXPIRED if as_of else LIVE])
+    visible = (UNEXPIRED if as_of else LIVE) if state == "live" else _STATE_TESTS[state]
+    return " AND ".join([*parts, visible])
 
 
 @cache
@@ -213,13 +226,65 @@ WHERE f.agent_id = %(agent)s AND f.tsv @@ %(query)s::tsquery
 SEARCH_CANDIDATES = search_sql((False,) * 6)
 
 
+#: How many of the newest facts a page `as_of` a time looks at first (`window=True`).
+VALID_AT_WINDOW = 2000
+
+
 @cache
-def list_sql(key: FilterKey, item_key: FilterKey, oldest_first: bool, limited: bool) -> str:
+def list_sql(
+    key: FilterKey,
+    item_key: FilterKey,
+    oldest_first: bool,
+    limited: bool,
+    state: str = "live",
+    window: bool = False,
+) -> str:
+    """A listing, newest (or oldest) first; a page `as_of` a time (`valid_at_shape`) is
+    read by `_valid_at_window` (with `window`: the page among the newest facts only, the
+    answer when they hold a whole page) or `_valid_at_page`."""
+    where = f"f.agent_id = %(agent)s AND {filter_sql(key, item_key, state)}"
+    if valid_at_shape(item_key, oldest_first, limited):
+        if window:
+            return (
+                f"SELECT {FACT_COLUMNS} FROM (SELECT * FROM facts WHERE agent_id = %(agent)s"
+                " ORDER BY created_at DESC, pk DESC LIMIT %(window)s) AS f"
+                f" WHERE {where} ORDER BY f.created_at DESC, f.pk DESC"
+                " LIMIT %(limit)s OFFSET %(offset)s"
+            )
+        return _valid_at_page(where)
     order = "ASC" if oldest_first else "DESC"
     page = " LIMIT %(limit)s OFFSET %(offset)s" if limited else ""
     return (
-        f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE f.agent_id = %(agent)s"
-        f" AND {filter_sql(key, item_key)} ORDER BY f.created_at {order}, f.pk {order}{page}"
+        f"SELECT {FACT_COLUMNS} FROM facts AS f WHERE {where}"
+        f" ORDER BY f.created_at {order}, f.pk {order}{page}"
+    )
+
+
+def valid_at_shape(item_key: FilterKey, oldest_first: bool, limited: bool) -> bool:
+    """Whether a listing is a page `as_of` a time, newest first."""
+    return len(item_key) > 3 and item_key[3] and limited and not oldest_first
+
+
+_OUTER_COLUMNS = FACT_COLUMNS.replace("f.", "v.")
+
+
+def _valid_at_page(where: str) -> str:
+    """A page of the facts valid at %(at)s, newest first, in two bounded parts: the facts
+    created by then (facts_created walked down from %(at)s, stopping after limit + offset
+    passing rows) and those created later with a valid_from backdated to it (from
+    facts_valid_from, which holds only facts with an explicit valid_from; `created_at + 0`
+    keeps the planner from walking facts_created down from now for them, which read
+    every fact created since %(at)s: most of them for a moment long ago)."""
+    part = f"SELECT {FACT_COLUMNS}, f.pk AS pk FROM facts AS f WHERE {where}"
+    limit = " LIMIT %(limit)s + %(offset)s"
+    began = f"{part} AND f.created_at <= %(at)s ORDER BY f.created_at DESC, f.pk DESC{limit}"
+    backdated = (
+        f"{part} AND f.valid_from <= %(at)s AND f.created_at + 0 > %(at)s"
+        f" ORDER BY f.created_at + 0 DESC, f.pk DESC{limit}"
+    )
+    return (
+        f"SELECT {_OUTER_COLUMNS} FROM (({began}) UNION ALL ({backdated})) AS v"
+        " ORDER BY v.created_at DESC, v.pk DESC LIMIT %(limit)s OFFSET %(offset)s"
     )
 
 

@@ -268,6 +268,12 @@ class PostgresHistoryPort(VectorsPart["MessageVectors"]):
             row = conn.execute(sql.COUNT, (self._agent, encode(session_id))).fetchone()
         return int(row[0]) if row else 0
 
+    def archived_seq(self, session_id: str) -> int:
+        with self._engine.read() as conn:
+            row = conn.execute(sql.SELECT_ARCHIVED_SEQ, (self._agent, encode(session_id)))
+            found = row.fetchone()
+        return int(found[0]) if found else 0
+
     def summary(self, session_id: str) -> str:
         with self._engine.read() as conn:
             row = conn.execute(sql.SELECT_SUMMARY, (self._agent, encode(session_id))).fetchone()
@@ -276,6 +282,18 @@ class PostgresHistoryPort(VectorsPart["MessageVectors"]):
     def sessions(self) -> list[str]:
         with self._engine.read() as conn:
             return sorted(decode(r[0]) for r in conn.execute(sql.SESSIONS, (self._agent,)))
+
+    def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
+        # text cannot hold NUL: the ids after `p + NUL + ...` are those after `p`
+        start = (after or "").split("\x00", 1)[0]
+        params = {"agent": self._agent, "after": start, "limit": limit}
+        with self._engine.read() as conn:
+            plain = [r[0] for r in conn.execute(sql.SESSIONS_AFTER, params)]
+            escaped = [decode(r[0]) for r in conn.execute(sql.SESSIONS_ESCAPED, params)]
+        if after is not None:
+            escaped = [e for e in escaped if e > after]
+        listed = sorted(plain + escaped) if escaped else plain
+        return listed if limit is None else listed[:limit]
 
     def search_words(self, query: str, session_id: str | None, top_k: int) -> list[Message]:
         """Ranked in the server when every term is one lexeme and there are few; else the

@@ -16,6 +16,7 @@ __all__ = [
     "DELETE_MESSAGES",
     "DELETE_SESSION",
     "FIRST_NON_TOOL_AT_OR_BEFORE",
+    "LISTED",
     "LOCK_CORPUS",
     "MAX_SEQ",
     "MESSAGES",
@@ -27,11 +28,14 @@ __all__ = [
     "SEARCH_SESSION",
     "SELECT_ALL",
     "SELECT_ALL_ACTIVE",
+    "SELECT_ARCHIVED_SEQ",
     "SELECT_BY_KEYS",
     "SELECT_RECENT",
     "SELECT_SESSION",
     "SELECT_SUMMARY",
     "SESSIONS",
+    "SESSIONS_AFTER",
+    "SESSIONS_ESCAPED",
     "SET_SUMMARY",
     "STATS",
     "UPDATE_STATS",
@@ -117,20 +121,35 @@ COUNT = """
 SELECT last_seq - archived_seq - holes FROM sessions WHERE agent_id = %s AND session_id = %s
 """
 SELECT_SUMMARY = "SELECT summary FROM sessions WHERE agent_id = %s AND session_id = %s"
+SELECT_ARCHIVED_SEQ = "SELECT archived_seq FROM sessions WHERE agent_id = %s AND session_id = %s"
 SET_SUMMARY = """
 INSERT INTO sessions AS s (agent_id, session_id, summary, created_at, updated_at)
 VALUES (%s, %s, %s, %s, %s)
 ON CONFLICT (agent_id, session_id) DO UPDATE
     SET summary = excluded.summary, updated_at = excluded.updated_at
 """
-# A session is listed while it holds a message (archived ones count) or a summary: a
-# session whose every message was popped is not.
-SESSIONS = """
-SELECT s.session_id FROM sessions AS s
-WHERE s.agent_id = %s AND (s.summary != '' OR (s.last_seq > 0 AND (
+#: A session `sessions()` lists (alias `s`): it holds a message (archived ones count) or a
+#: summary; a session whose every message was popped or forgotten is not.
+LISTED = """(s.summary != '' OR (s.last_seq > 0 AND (
     s.last_seq - s.archived_seq > s.holes OR EXISTS (
         SELECT 1 FROM messages AS m
-        WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id))))
+        WHERE m.agent_id = s.agent_id AND m.session_id = s.session_id))))"""
+
+SESSIONS = f"SELECT s.session_id FROM sessions AS s WHERE s.agent_id = %s AND {LISTED}"
+
+#: A page of the listed sessions (`history.sessions(after=, limit=)`): the ids stored as
+#: they are, walked in the primary key's order (session_id is COLLATE "C": code points)
+#: from %(after)s, at most %(limit)s (NULL: all); and, apart, every escaped id (`codec`:
+#: one holding NUL; rare), whose stored order is not its own, sorted after decoding.
+SESSIONS_AFTER = f"""
+SELECT s.session_id FROM sessions AS s
+WHERE s.agent_id = %(agent)s AND s.session_id > %(after)s
+    AND left(s.session_id, 1) <> chr(57344) AND {LISTED}
+ORDER BY s.session_id LIMIT %(limit)s
+"""
+SESSIONS_ESCAPED = f"""
+SELECT s.session_id FROM sessions AS s
+WHERE s.agent_id = %(agent)s AND left(s.session_id, 1) = chr(57344) AND {LISTED}
 """
 
 FIRST_NON_TOOL_AT_OR_BEFORE = """

@@ -33,7 +33,7 @@ from ..errors import SqlmemError
 from ..rules.doc_blocks import split_blocks
 from ..rules.documents import utf8_size
 from ..rules.encoding import now_ms
-from . import corpus_sql, facts_sql
+from . import corpus_sql, facts_sql, history_sql
 from .codec import decode
 from .docs_sql import DOCUMENTS
 from .errors import translate
@@ -53,7 +53,7 @@ VACUUM = (
 
 _STATS = f"""
 SELECT
-    (SELECT count(*) FROM sessions WHERE agent_id = %(agent)s),
+    (SELECT count(*) FROM sessions AS s WHERE s.agent_id = %(agent)s AND {history_sql.LISTED}),
     (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions
      WHERE agent_id = %(agent)s),
     (SELECT count(*) FROM messages WHERE agent_id = %(agent)s),

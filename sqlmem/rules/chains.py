@@ -20,18 +20,24 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import InvalidArgumentError
 from .encoding import dt_to_ms
 
+if TYPE_CHECKING:  # records import this module, and protocols import records
+    from ..protocols import FactState
+
 __all__ = [
+    "FACT_STATES",
     "MAX_KEY_LEN",
     "Link",
     "Placement",
     "chain_name",
     "check_as_of",
     "check_key",
+    "check_state",
+    "in_state",
     "is_valid",
     "order_chain",
     "place",
@@ -123,3 +129,43 @@ def is_valid(
     if explicit_from is not None:
         return explicit_from <= at
     return created <= at if as_of else True
+
+
+#: `list(state=...)`'s values, in the order an inspector offers them.
+FACT_STATES: tuple[FactState, ...] = ("live", "superseded", "expired", "all")
+
+
+def check_state(value: object) -> FactState:
+    """`state=` of `list`: which stored facts a listing shows (see `in_state`)."""
+    if value not in FACT_STATES:
+        raise InvalidArgumentError(
+            f"state must be one of {', '.join(FACT_STATES)}; got {value!r:.80}"
+        )
+    return value
+
+
+def in_state(
+    state: FactState,
+    expires_ms: int | None,
+    explicit_from: int | None,
+    created: int,
+    valid_to: int | None,
+    now: int,
+    as_of: int | None,
+) -> bool:
+    """Whether a stored fact belongs to a `list(state=..., as_of=...)`, the test every
+    backend applies. A fact's state is read now: expired once its `expires_at` has passed
+    (until `expire()` deletes it), superseded once a later fact of its chain has taken
+    over, live when neither and valid now. "live" is what every other read shows;
+    "superseded" and "expired" show what the agent no longer sees, for an inspector;
+    "all" shows every stored fact. `as_of` keeps, in any state, the facts valid at that
+    time (for "live": instead of valid now, as every read `as_of` a time)."""
+    unexpired = expires_ms is None or expires_ms > now
+    if state == "live":
+        at = now if as_of is None else as_of
+        return unexpired and is_valid(explicit_from, created, valid_to, at, as_of=as_of is not None)
+    if state == "superseded" and not (unexpired and valid_to is not None and valid_to <= now):
+        return False
+    if state == "expired" and unexpired:
+        return False
+    return as_of is None or is_valid(explicit_from, created, valid_to, as_of, as_of=True)

@@ -23,7 +23,7 @@ from .core.migrations import read_user_version
 from .frameworks.checkpoints import SQLiteCheckpointStore
 from .frameworks.kv import SQLiteKeyValueStore
 from .frameworks.kv_search import SQLiteKVSearch
-from .stores import facts_sql
+from .stores import facts_sql, history_sql
 from .stores.docs import SQLiteDocumentStore
 from .stores.facts import SQLiteFactStore
 from .stores.history import SQLiteHistoryStore, index_unsearchable_messages
@@ -36,7 +36,8 @@ __all__ = ["CheckReport", "MemoryDB", "check_path", "open", "resolve_path"]
 
 _STATS = f"""
 SELECT
-    (SELECT count(*) FROM sessions WHERE typeof(session_id) = 'text'),  -- not detached
+    (SELECT count(*) FROM sessions WHERE typeof(session_id) = 'text'  -- not detached
+        AND {history_sql.LISTED}),
     (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),
     (SELECT count(*) FROM messages)
         - (SELECT coalesce(sum(last_seq - archived_seq - holes), 0) FROM sessions),

@@ -19,8 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import FactNotFoundError, InvalidArgumentError
-from ..protocols import Embedder, SearchMode
+from ..protocols import Embedder, FactState, SearchMode
 from ..records import Fact
+from ..rules.chains import check_state
 from ..rules.filters import (
     check_limit,
     check_page,
@@ -258,13 +259,19 @@ class FactStoreFront:
         kind: str | None = None,
         min_confidence: float | None = None,
         as_of: datetime | None = None,
+        state: FactState = "live",
     ) -> builtins.list[Fact]:
+        """A page of facts, newest first. `state` says which stored facts: "live" (what
+        every read shows), "superseded" (taken over by a later fact of their chain),
+        "expired" (past `expires_at`, stored until `expire()`) or "all"; an inspector's
+        view of what the agent no longer sees. `as_of` keeps the facts valid then."""
         filters = make_filters(tags, category, source, since, until, metadata)
         items = make_item_filters(layer, kind, min_confidence, as_of)
         limit, offset = check_page(limit, offset)
+        state = check_state(state)
         if limit <= 0:
             return []
-        return self._port.listed(FactListing(filters, items, limit, offset))
+        return self._port.listed(FactListing(filters, items, limit, offset, state=state))
 
     def tags(self) -> dict[str, int]:
         return self._port.tags()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..protocols import Embedder, SearchMode
+from ..protocols import Embedder, FactState, SearchMode
 from ..records import Fact
 from ..rules.filters import FactRow, Filters
 from ..rules.items import ItemFilters
@@ -47,13 +47,16 @@ class FactQuery:
 class FactListing:
     """A listing: the facts passing `filters` and `items`, newest first by created_at
     (then insertion order) read as the page `offset`, `limit`; or, with
-    `oldest_first`, every passing fact oldest first (`limit` None)."""
+    `oldest_first`, every passing fact oldest first (`limit` None). `state`: which
+    stored facts are looked at (`rules.chains.in_state`); every read but an
+    inspector's `list(state=...)` asks for the live ones."""
 
     filters: Filters
     items: ItemFilters
     limit: int | None
     offset: int = 0
     oldest_first: bool = False
+    state: FactState = "live"
 
 
 class FactVectorSlot(Protocol):
@@ -146,7 +149,10 @@ class FactStorePort(Protocol):
         """Modes "vector" and "hybrid" (only asked with an embedder)."""
         ...
 
-    def listed(self, listing: FactListing) -> list[Fact]: ...
+    def listed(self, listing: FactListing) -> list[Fact]:
+        """The facts of `listing`; expired and superseded ones only when its `state`
+        asks for them."""
+        ...
 
     def tags(self) -> dict[str, int]:
         """Each tag of the live facts with its count, sorted by tag."""

@@ -148,13 +148,30 @@ class HistoryStoreFront:
         check_session_id(session_id)
         return self._port.count(session_id)
 
+    def archived_seq(self, session_id: str) -> int:
+        """The seq up to which the session is archived (0: none): its archive boundary,
+        read without reading a message."""
+        check_session_id(session_id)
+        return self._port.archived_seq(session_id)
+
     def get_summary(self, session_id: str) -> str:
         check_session_id(session_id)
         return self._port.summary(session_id)
 
-    def sessions(self) -> list[str]:
-        """Sessions with messages (archived count) or a non-empty summary, sorted."""
-        return self._port.sessions()
+    def sessions(self, *, after: str | None = None, limit: int | None = None) -> list[str]:
+        """Sessions with messages (archived count) or a non-empty summary, sorted (by
+        code point). A page of them, for a store of many sessions: `after`, only those
+        sorting after that id (the last one of the previous page); `limit`, at most that
+        many. Neither: every one."""
+        if after is None and limit is None:
+            return self._port.sessions()
+        if after is not None:
+            check_session_id(after, "after")
+        if limit is not None:
+            limit = check_limit(limit, "limit")
+            if limit <= 0:
+                return []
+        return self._port.sessions_after(after, limit)
 
     def embed_pending(
         self, *, batch_size: int = 64, progress: Callable[[int, int], object] | None = None

@@ -77,7 +77,16 @@ class HistoryPort(Protocol):
 
     def summary(self, session_id: str) -> str: ...
 
+    def archived_seq(self, session_id: str) -> int:
+        """The session's archive boundary as stored (0 for an unknown session)."""
+        ...
+
     def sessions(self) -> list[str]: ...
+
+    def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
+        """The listed sessions sorting after `after` (None: from the first), at most
+        `limit` (> 0; None: all), sorted by code point."""
+        ...
 
     def search_words(self, query: str, session_id: str | None, top_k: int) -> list[Message]:
         """Search mode "any" for a checked query and `top_k` > 0, best first."""

@@ -24,13 +24,15 @@ PAGE_SIZE = 50
 @dataclass(frozen=True)
 class Page(Generic[T]):
     """One page of a list: its rows, where it starts, and whether more follow.
-    `scanned`: how many rows were looked at, when only some of them are shown."""
+    `scanned`: how many rows were looked at, when only some of them are shown.
+    `next_params`: the query of the next page when a cursor, not the offset, reads it."""
 
     rows: list[T]
     offset: int
     has_next: bool
     size: int = PAGE_SIZE
     scanned: int | None = None
+    next_params: dict[str, Any] | None = None
 
     @property
     def has_previous(self) -> bool:

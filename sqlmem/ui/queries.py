@@ -4,8 +4,9 @@ Plain Python with no web framework in it, so the pages' data can be tested and t
 its own. Every list is paged here, server-side: facts and a session's messages are read
 a page (plus one row, which says whether a next page exists) at a time, so a page of a
 file with a hundred thousand facts costs what a page of a small file costs. Sessions and
-documents are paged by cursor; the stores list those whole (one short column each), and
-only the page's rows are read further.
+documents are paged by cursor: sessions are read a page at a time going forward (a
+previous page, and documents, read one short column whole), and only the page's rows are
+read further.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from ..context import ContextWindow, PackConfig, build_memory_pack, estimate_tokens
 from ..doc_records import DocumentInfo
 from ..errors import SqlmemError
-from ..protocols import Database, has_vector_search
+from ..protocols import Database, HistoryStore, has_archive_boundary, has_vector_search
 from ..records import Fact, Message
 from .fact_views import FactFilters, fact_page, is_expired
 from .paging import PAGE_SIZE, KeyPage, Page, key_page, paged
@@ -107,10 +108,17 @@ def session_page(
     """A page of sessions (by id) with their active message counts and summaries; the
     page after the session `after` or before the session `before`.
 
-    The protocol lists a store's sessions all at once, so the ids are read whole (one
-    short column of the sessions table); the counts and summaries only for the page.
+    The first page and the next ones are one bounded read each
+    (`sessions(after=, limit=)`: a page and one id, which says whether a next page
+    exists); a previous page reads the ids up to where it ends (one short column).
+    Counts and summaries are read for the page's sessions only.
     """
-    ids = key_page(db.history.sessions(), str, str, after=after, before=before, size=size)
+    if before is not None:
+        ids = key_page(db.history.sessions(), str, str, before=before, size=size)
+    else:
+        found = db.history.sessions(after=after, limit=size + 1)
+        following = found[size - 1] if len(found) > size else None
+        ids = KeyPage(found[:size], following, found[0] if found and after else None)
     history = db.history
     rows = [SessionRow(sid, history.count(sid), history.get_summary(sid)) for sid in ids.rows]
     return KeyPage(rows, ids.after, ids.before)
@@ -141,13 +149,13 @@ def document_page(
 @dataclass(frozen=True)
 class SessionView:
     """One page of a session's messages, oldest first, with the archive boundary: the seq
-    of the oldest active message (every message before it is archived)."""
+    up to which the messages are archived (0: none)."""
 
     session_id: str
     messages: list[Message]
     summary: str
     active: int
-    first_active_seq: int | None
+    archived_seq: int
     older_before: int | None  # `before=` of the previous (older) page, None at the start
     newer_start: int | None  # `start=` of the next (newer) page, None at the end
 
@@ -165,11 +173,9 @@ def session_messages(
     `before`, or (none given) the newest page.
 
     Paged by seq through `around`, a bounded read per page whatever the session's length;
-    the archive boundary comes from the active messages `get_recent` returns.
+    the archive boundary is `archived_seq`, read without reading a message.
     """
     history = db.history
-    active = history.count(session_id)
-    recent = history.get_recent(session_id, active, pair_safe=False) if active else []
     if at is not None:
         half = size // 2
         messages = history.around(session_id, at, before=half, after=size - 1 - half)
@@ -179,7 +185,7 @@ def session_messages(
         window = history.around(session_id, before, before=size, after=0)
         messages = [m for m in window if m.seq != before][-size:]
     else:
-        newest = _newest_seq(db, session_id, recent)
+        newest = _newest_seq(db, session_id)
         messages = [] if newest is None else history.around(session_id, newest, before=size - 1)
     older = newer = None
     if messages and messages[0].seq is not None and messages[-1].seq is not None:
@@ -193,17 +199,38 @@ def session_messages(
         session_id,
         messages,
         history.get_summary(session_id),
-        active,
-        recent[0].seq if recent else None,
+        history.count(session_id),
+        _archived_seq(history, session_id),
         older,
         newer,
     )
 
 
-def _newest_seq(db: Database, session_id: str, recent: list[Message]) -> int | None:
+def _archived_seq(history: HistoryStore, session_id: str) -> int:
+    """The archive boundary, read by the store itself when it can; else from the oldest
+    active message (all of them read: a third party's store) or, with none active, the
+    newest archived one."""
+    if has_archive_boundary(history):
+        return history.archived_seq(session_id)
+    active = history.count(session_id)
+    if active:
+        oldest = history.get_recent(session_id, active, pair_safe=False)[0].seq
+        return 0 if oldest is None else oldest - 1
+    archived = history.get_all(session_id, include_archived=True)
+    return archived[-1].seq or 0 if archived else 0
+
+
+def _newest_seq(db: Database, session_id: str) -> int | None:
+    """The newest message's seq: the newest active one, or with none active the newest
+    archived one (at the boundary, unless `pop` left a hole there: then read them all)."""
+    history = db.history
+    recent = history.get_recent(session_id, 1, pair_safe=False)
     if recent:
         return recent[-1].seq
-    archived = db.history.get_all(session_id, include_archived=True)  # all archived: rare
+    boundary = _archived_seq(history, session_id)
+    if boundary and history.around(session_id, boundary, before=0, after=0):
+        return boundary
+    archived = history.get_all(session_id, include_archived=True)  # rare: all read
     return archived[-1].seq if archived else None
 
 

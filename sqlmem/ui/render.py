@@ -60,6 +60,7 @@ class Renderer:
             csrf=csrf_token(token),
             title=title,
             fact_columns=queries.FACT_COLUMNS,
+            fact_states=fact_views.STATES,
         )
         self.env.filters.update(when=_when, minute=_minute, number=_number)
 

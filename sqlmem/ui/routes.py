@@ -17,7 +17,15 @@ from starlette.routing import Route
 from ..doc_records import RevisionInfo
 from ..protocols import Database
 from . import queries
-from .fact_views import FactFilters, fact_chain, fact_page, parse_moment
+from .fact_views import (
+    Cursor,
+    FactFilters,
+    expired_fact,
+    fact_chain,
+    fact_page,
+    parse_moment,
+    parse_state,
+)
 from .render import Renderer
 from .security import valid_csrf
 
@@ -131,15 +139,23 @@ class Pages:
             min_confidence=_float(request, "min_confidence"),
             key=_text(request, "key") or None,
             as_of=parse_moment(_text(request, "as_of")),
-            superseded=_text(request, "superseded") not in ("", "0"),
+            # `superseded=1`: the links of inspectors before the "show" filter
+            state=parse_state(_text(request, "state"))
+            or ("superseded" if _text(request, "superseded") not in ("", "0") else None),
         )
-        page = fact_page(self.db, filters, _int(request, "offset", 0) or 0)
+        until = parse_moment(_text(request, "until"), "until")  # the Next link's cursor
+        cursor = None if until is None else Cursor(until, _int(request, "skip", 0) or 0)
+        page = fact_page(self.db, filters, _int(request, "offset", 0) or 0, cursor=cursor)
         return self.render("facts.html", request, page=page, filters=filters)
 
     def fact(self, request: Request) -> Response:
-        found = self.db.facts.get(request.query_params.get("id", ""))
-        if found is None:  # expired facts too: no read returns them
-            raise HTTPException(404, "no such fact: never stored, deleted, or expired")
+        fact_id = request.query_params.get("id", "")
+        found = self.db.facts.get(fact_id)
+        created = parse_moment(_text(request, "created"))
+        if found is None and created is not None:  # `get` skips expired facts
+            found = expired_fact(self.db, fact_id, created)
+        if found is None:
+            raise HTTPException(404, "no such fact: never stored, or deleted")
         chain = fact_chain(self.db, found)
         return self.render("fact.html", request, fact=found, chain=chain)
 

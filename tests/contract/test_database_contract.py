@@ -70,6 +70,17 @@ def test_stats_count_the_same_things_everywhere(db: Database) -> None:
     }
 
 
+def test_stats_count_the_sessions_history_lists(db: Database) -> None:
+    """A session whose every message was forgotten is no longer listed; stats agree."""
+    db.history.append("gone", Message(role="user", content="forget me"))
+    db.history.append("kept", Message(role="user", content="keep me"))
+    db.history.append("summed", Message(role="user", content="summarised"))
+    db.history.compact("summed", keep_last=0, summary="a summary")
+    db.forget("msg:gone#1")
+    assert db.history.sessions() == ["kept", "summed"]
+    assert db.stats()["sessions"] == 2
+
+
 def test_check_reports_a_healthy_database(db: Database) -> None:
     db.history.append("s", Message(role="user", content="hello"))
     db.facts.index(Fact(content="fact"))

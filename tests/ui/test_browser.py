@@ -44,6 +44,8 @@ PAGES: list[tuple[str, str, dict[str, Any], list[str]]] = [
     ("facts-filtered", "/facts", {"layer": "semantic", "tags": "profile"}, ["Lisbon"]),
     ("facts-chain", "/facts", {"key": CITY_KEY}, ["lives in Porto.", "superseded", "oldest"]),
     ("facts-then", "/facts", {"as_of": "2026-01-15"}, ["lives in Porto.", "valid at"]),
+    ("facts-superseded", "/facts", {"state": "superseded"}, ["lives in Porto.", "superseded now"]),
+    ("facts-expired", "/facts", {"state": "expired"}, ["tomorrow's weather.", "expire()"]),
     ("fact", "/fact", {"id": "{porto}"}, ["Supersession chain", "lives in Lisbon.", "onboarding"]),
     ("documents", "/documents", {}, ["MEMORY.md", "notes/2026-11-27.md"]),
     ("document", "/document", {"path": "MEMORY.md", "a": 1, "b": 3}, ["Diff 1 → 3", "Alfama"]),
@@ -140,6 +142,7 @@ def _screenshot(driver: Any, target: Path) -> None:
 
 def test_every_page_in_a_real_browser(browser, shots, tmp_path):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
 
     path, porto = _demo_file(tmp_path)
     with running_ui(path, "--embedder", "wordllama") as url:
@@ -173,6 +176,17 @@ def test_every_page_in_a_real_browser(browser, shots, tmp_path):
             stats = db.stats()
         assert shown["facts"].startswith(f"{stats['facts']:,}")
         assert shown["messages archived"].startswith(f"{stats['messages_archived']:,}")
+        # the "show" filter chosen in the form, then an expired fact's own page, by clicks
+        browser.get(base + "/facts")
+        Select(browser.find_element(By.NAME, "state")).select_by_visible_text("expired")
+        browser.find_element(By.CSS_SELECTOR, "form.filters button").click()
+        _shows(browser, ["The expired facts", "tomorrow's weather."], "show expired")
+        assert "state=expired" in browser.current_url
+        assert "vegetarian" not in browser.find_element(By.TAG_NAME, "main").text
+        browser.find_element(By.CSS_SELECTOR, "tr.expired td.content a").click()
+        _shows(browser, ["Asked about tomorrow's weather.", "expired"], "expired fact")
+        assert browser.find_element(By.CSS_SELECTOR, "h1 .badge").text == "expired"
+        assert _console_errors(browser) == []
         # from a superseded fact to the fact that took over, by the browser's own click
         browser.get(base + f"/fact?id={porto}")
         browser.find_element(By.CSS_SELECTOR, "a.succ").click()
@@ -197,18 +211,24 @@ def test_hostile_memory_runs_no_script_in_the_browser(browser, tmp_path):
         old = db.facts.history(key=HOSTILE_KEY)[0].id  # superseded, in a hostile chain
         db.facts.index(sqlmem.Fact(content='<img src=x onerror="window.pwned=1">'))
         db.facts.index(sqlmem.Fact(content="<script>window.pwned=2</script>"))
+        expired = next(f for f in db.facts.list(state="expired") if "table> expired" in f.content)
+        created = expired.created_at.isoformat()
+        expired_link = f"/fact?{urlencode({'id': expired.id, 'created': created})}"
     with running_ui(path) as url:
         base = url.split("?")[0].rstrip("/")
         browser.get(url)
         pages = ["/", "/facts", f"/fact?id={fact_id}", "/sessions", "/search?q=img+script"]
         pages += [f"/facts?key={HOSTILE_KEY}", "/facts?as_of=2025-03-01", f"/fact?id={old}"]
+        pages += ["/facts?state=expired", "/facts?state=all", f"/facts?key={HOSTILE_KEY}&state=all"]
+        pages += [expired_link]
         for path_query in pages:
             browser.get(base + path_query)
             assert browser.execute_script("return window.pwned === undefined")
             assert browser.execute_script("return document.images.length") == 0
-            if "hostile" in path_query or "as_of" in path_query:  # shown, as text
-                body = browser.find_element("tag name", "body").text
-                assert "<script>alert('x')</script>" in body
+            if "hostile" in path_query or "as_of" in path_query or "state" in path_query:
+                body = browser.find_element("tag name", "body").text  # shown, as text
+                assert "<script>alert('x')</script>" in body, path_query
+        assert "</table> expired" in browser.find_element("tag name", "body").text
         _console_errors(browser)
 
 

@@ -7,7 +7,7 @@ inspector's own templates make."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 
 from conftest import client_for
@@ -104,6 +104,13 @@ def _fill_hostile(db) -> str:
                 references=[f"msg:{SESSION}#1", f"doc:{PATH}@1", BREAKOUT, "javascript:alert(3)"],
             ),
             Fact(content=HUGE),
+            Fact(  # expired: shown by the "show expired" filter until deleted
+                content=f"{HOSTILE} expired",
+                tags=[SCRIPT],
+                source=BREAKOUT,
+                references=[BREAKOUT],
+                expires_at=datetime.now(timezone.utc) - timedelta(hours=1),
+            ),
         ]
     )
     db.docs.write(PATH, HOSTILE)
@@ -126,6 +133,7 @@ def test_hostile_text_renders_inert_on_every_page(demo_db):
     fact_id = _fill_hostile(demo_db)
     chain = demo_db.facts.history(key=HOSTILE_KEY)
     assert len(chain) == 2 and chain[0].superseded_by == chain[1].id
+    (expired,) = [f for f in demo_db.facts.list(state="expired") if SCRIPT in f.tags]
     client = client_for(demo_db)
     pages = {
         "/": {},
@@ -137,10 +145,14 @@ def test_hostile_text_renders_inert_on_every_page(demo_db):
         "/facts?filtered": {"tags": SCRIPT},
         "/facts?key": {"key": HOSTILE_KEY},
         "/facts?as_of": {"as_of": "2025-03-01"},
-        "/facts?superseded": {"as_of": "2025-03-01", "superseded": "1"},
+        "/facts?superseded": {"as_of": "2025-03-01", "state": "superseded"},
+        "/facts?expired": {"state": "expired"},
+        "/facts?all": {"state": "all"},
+        "/facts?key&all": {"key": HOSTILE_KEY, "state": "all"},
         "/fact": {"id": fact_id},
         "/fact?superseded": {"id": chain[0].id},
         "/fact?live": {"id": chain[1].id},
+        "/fact?expired": {"id": expired.id, "created": expired.created_at.isoformat()},
         "/stats": {},
         "/documents": {},
         "/document": {"path": PATH},
@@ -158,10 +170,18 @@ def test_hostile_text_renders_inert_on_every_page(demo_db):
         if name in ("/facts?key", "/facts?as_of", "/facts?superseded", "/fact?superseded"):
             assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html, name  # shown
             assert "superseded</span>" in html, name
+        if name in ("/facts?expired", "/facts?all", "/fact?expired"):
+            assert "&lt;/td&gt;&lt;/table&gt; expired" in html, name  # shown, escaped
+            assert "expired</span>" in html, name
     for name, params, status in [
         ("/facts", {"category": BREAKOUT, "kind": SCRIPT}, 400),  # the store refuses these
         ("/document", {"path": SCRIPT}, 400),
         ("/fact", {"id": SCRIPT}, 404),
+        ("/fact", {"id": SCRIPT, "created": SCRIPT}, 400),
+        ("/fact", {"id": SCRIPT, "created": "2026-01-01"}, 404),
+        ("/facts", {"state": SCRIPT}, 400),
+        ("/facts", {"until": SCRIPT, "skip": "1"}, 400),
+        ("/facts", {"until": "2026-01-01", "skip": SCRIPT}, 400),
     ]:
         refused = client.get(name, params=params)
         assert refused.status_code == status

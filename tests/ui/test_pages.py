@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, unquote
+from datetime import datetime, timezone
+from urllib.parse import parse_qsl, quote, unquote
 
 import pytest
 from ui_demo import SESSION
@@ -107,22 +108,48 @@ def test_fact_filters(demo_db, make_client, params, present, absent):
         assert text not in page
 
 
-def test_facts_are_paged_server_side(sqlite_db, make_client):
-    sqlite_db.facts.index_many(Fact(content=f"numbered fact {n:03d}") for n in range(120))
-    client = make_client(sqlite_db)
-    seen: list[str] = []
-    offset = 0
+def _follow(client, params: dict[str, str]) -> tuple[list[list[str]], list[str]]:
+    """Follow the facts pages' Next links to the end: each page's numbered facts, and
+    each Next link's query."""
+    pages: list[list[str]] = []
+    links: list[str] = []
     while True:
-        page = client.get("/facts", params={"offset": offset}).text
-        rows = re.findall(r"numbered fact (\d{3})", page)
-        assert len(rows) <= 50
-        seen += rows
-        following = re.search(r'href="/facts\?offset=(\d+)">Next', page)
+        page = client.get("/facts", params=params).text
+        pages.append(re.findall(r"numbered fact (\d{3})", page))
+        assert len(pages[-1]) <= 50
+        following = re.search(r'href="/facts\?([^"]+)">Next', page)
         if not following:
-            break
-        offset = int(following.group(1))
-    assert sorted(seen) == [f"{n:03d}" for n in range(120)]  # each fact once, none lost
-    assert "Previous" in client.get("/facts", params={"offset": 100}).text
+            return pages, links
+        links.append(following.group(1).replace("&amp;", "&"))
+        params = dict(parse_qsl(links[-1]))
+
+
+@pytest.mark.parametrize("same_moment", [False, True])
+def test_facts_are_paged_server_side(sqlite_db, make_client, same_moment):
+    """The Next link carries a cursor (the last fact's creation time, and how many facts
+    of that time were shown), so a deep page reads no row it skips; facts written as
+    one batch share a creation time, and a page may start inside it."""
+
+    def created(n: int) -> datetime:  # one moment for all, or four days of 30 facts
+        return datetime(2026, 1, 1 if same_moment else 1 + n // 30, tzinfo=timezone.utc)
+
+    sqlite_db.facts.index_many(
+        Fact(content=f"numbered fact {n:03d}", created_at=created(n)) for n in range(120)
+    )
+    client = make_client(sqlite_db)
+    pages, links = _follow(client, {})
+    newest_first = [f"{n:03d}" for n in reversed(range(120))]
+    assert [n for page in pages for n in page] == newest_first  # each once, in order
+    assert [len(page) for page in pages] == [50, 50, 20]
+    assert all("until=" in link and "skip=" in link for link in links)
+    assert [dict(parse_qsl(link))["offset"] for link in links] == ["50", "100"]
+    if same_moment:
+        assert [dict(parse_qsl(link))["skip"] for link in links] == ["50", "100"]
+    typed = client.get("/facts", params={"offset": 100}).text  # an offset still works
+    assert re.findall(r"numbered fact (\d{3})", typed) == newest_first[100:]
+    assert "Previous" in typed and "rows 101–120" in typed
+    bad = client.get("/facts", params={"until": "soon"})
+    assert bad.status_code == 400 and "until must be a date" in bad.text
 
 
 def _walk(client, route: str, pattern: str) -> tuple[list[list[str]], str]:

@@ -283,7 +283,7 @@ def test_the_fingerprint_cache_stays_bounded_and_exact() -> None:
 
 
 def test_item_queries_use_their_indexes(tmp_path: Path) -> None:
-    """remember's lookup is an index search in (created_at, pk) order; expiry reads touch
+    """remember's lookup is an index search by fingerprint prefix; expiry reads touch
     only expiring facts; item filters leave search driven by the FTS index."""
     from sqlmem.rules.filters import NO_FILTERS
     from sqlmem.sqlite.stores import facts_sql
@@ -297,8 +297,11 @@ def test_item_queries_use_their_indexes(tmp_path: Path) -> None:
             def plan(sql: str) -> list[str]:
                 return [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
 
-            find = plan(facts_sql.REMEMBER_FIND)
-            assert find == ["SEARCH f USING INDEX facts_fingerprint (<expr>=? AND layer=?)"]
+            find = plan(facts_sql.REMEMBER_FIND)  # the few rows sharing the prefix, sorted
+            assert find == [
+                "SEARCH f USING INDEX facts_fingerprint (<expr>=?)",
+                "USE TEMP B-TREE FOR ORDER BY",
+            ]
             expired = plan(facts_sql.ANY_EXPIRED)
             assert expired == ["SEARCH facts USING COVERING INDEX facts_expires (expires_at<?)"]
             search = plan(facts_sql.search_sql(NO_FILTERS.key, (True, True, True)))

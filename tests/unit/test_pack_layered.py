@@ -224,3 +224,15 @@ def test_the_statement_sorts_once_and_reads_facts_rows_lazily(db: sqlmem.MemoryD
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + LAYERED, params)]
     assert sum("TEMP B-TREE" in step for step in plan) == 1, plan
     assert any(step.startswith("SEARCH f USING INTEGER PRIMARY KEY") for step in plan), plan
+
+
+@pytest.mark.parametrize("wrong", ["facts", 42, []])
+def test_a_pack_of_something_not_a_fact_store_names_what_it_takes(
+    db: sqlmem.MemoryDB, wrong: Any
+) -> None:
+    # A database passed where its `.facts` belongs raised a bare TypeError ("not iterable").
+    for store in (db, wrong):
+        with pytest.raises(InvalidArgumentError, match=r"\.facts"):
+            build_memory_pack(store, "tea")
+        with pytest.raises(InvalidArgumentError, match=r"\.facts"):
+            sqlmem.inject_memory(store, "tea")

@@ -347,14 +347,20 @@ class SQLiteFactPort:
         if scalar is not None:  # one key equal to a scalar: its path, no json_each walk
             del params["meta"], params["mops"]
             params["mpath"], params["mvalue"] = scalar
-        text = sql.list_sql(
-            filters.key,
-            item_filters.key,
-            oldest_first=listing.oldest_first,
-            limited=limited,
-            scalar=scalar is not None,
-        )
-        return facts_from_rows(self._read(text, params), ranked=False)
+        key, item_key, oldest_first = filters.key, item_filters.key, listing.oldest_first
+        shape = partial(sql.list_sql, key, item_key, oldest_first=oldest_first, limited=limited)
+        shape = partial(shape, scalar=scalar is not None, state=listing.state)
+        if not sql.valid_at_shape(key, item_key, oldest_first=oldest_first, limited=limited):
+            return facts_from_rows(self._read(shape(), params), ranked=False)
+        with self._engine.read() as conn:  # `as_of`: the newest facts first, one snapshot
+            rows: list[Any] = []
+            page_end = listing.offset + (listing.limit or 0)
+            if listing.state == "live" and page_end <= sql.VALID_AT_WINDOW // 2:
+                params["window"] = sql.VALID_AT_WINDOW
+                rows = conn.execute(shape(window=True), params).fetchall()
+            if len(rows) < (listing.limit or 0):  # not a whole page among them
+                rows = conn.execute(shape(), params).fetchall()
+        return facts_from_rows(rows, ranked=False)
 
     def tags(self) -> dict[str, int]:
         return {tag: int(n) for tag, n in self._read(sql.TAGS, {"now": now_ms()})}

@@ -281,6 +281,11 @@ class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
             value = conn.execute(sql.COUNT, (session_id,)).get
         return int(value or 0)
 
+    def archived_seq(self, session_id: str) -> int:
+        with self._engine.read() as conn:
+            value = conn.execute(sql.SELECT_ARCHIVED_SEQ, (session_id,)).get
+        return int(value or 0)
+
     def summary(self, session_id: str) -> str:
         with self._engine.read() as conn:
             value = conn.execute(sql.SELECT_SUMMARY, (session_id,)).get
@@ -289,6 +294,11 @@ class SQLiteHistoryPort(VectorsPart["MessageVectors"]):
     def sessions(self) -> list[str]:
         with self._engine.read() as conn:
             return [row[0] for row in conn.execute(sql.SESSIONS)]
+
+    def sessions_after(self, after: str | None, limit: int | None) -> list[str]:
+        params = {"after": after or "", "limit": -1 if limit is None else limit}
+        with self._engine.read() as conn:
+            return [row[0] for row in conn.execute(sql.SESSIONS_AFTER, params)]
 
     def search_words(self, query: str, session_id: str | None, top_k: int) -> list[Message]:
         """`score` is the negated FTS5 bm25. On large histories the result may leave out

@@ -44,6 +44,7 @@ __all__ = [
     "INSERT_CHUNK_ROWS",
     "INSERT_ONE_FULL",
     "INSERT_ONE_PLAIN",
+    "LISTED",
     "MESSAGE_COLUMNS",
     "OLDEST_KEPT",
     "POP",
@@ -60,10 +61,12 @@ __all__ = [
     "SEARCH_SESSION",
     "SELECT_ALL",
     "SELECT_ALL_ACTIVE",
+    "SELECT_ARCHIVED_SEQ",
     "SELECT_RECENT",
     "SELECT_SESSION",
     "SELECT_SUMMARY",
     "SESSIONS",
+    "SESSIONS_AFTER",
     "SESSION_STATS",
     "SET_SUMMARY",
     "chunk_sizes",
@@ -235,6 +238,7 @@ ORDER BY m.seq
 COUNT = "SELECT last_seq - archived_seq - holes FROM sessions WHERE session_id = ?"
 
 SELECT_SUMMARY = "SELECT summary FROM sessions WHERE session_id = ?"
+SELECT_ARCHIVED_SEQ = "SELECT archived_seq FROM sessions WHERE session_id = ?"
 
 SET_SUMMARY = """
 INSERT INTO sessions(session_id, summary, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
@@ -332,11 +336,18 @@ DROP_DETACHED = """
 DELETE FROM sessions WHERE pk = ?1 AND NOT EXISTS (SELECT 1 FROM messages WHERE session = ?1)
 """
 
-# A session listed has messages or a summary. Active messages show in the row itself; a
-# session whose every seq is a hole or archived is probed for a message (pops, 0.2).
-_LISTED = """(summary != '' OR (last_seq > 0 AND (last_seq - archived_seq > holes
+#: A session `sessions()` lists: it has a summary or a message (archived ones included).
+#: Active messages show in the row itself; a session whose every seq is a hole or archived
+#: is probed for a message (pops).
+LISTED = """(summary != '' OR (last_seq > 0 AND (last_seq - archived_seq > holes
     OR EXISTS (SELECT 1 FROM messages WHERE session = sessions.pk))))"""
-SESSIONS = f"SELECT session_id FROM sessions WHERE {_LISTED} ORDER BY session_id"
+SESSIONS = f"SELECT session_id FROM sessions WHERE {LISTED} ORDER BY session_id"
+#: A page of them: a walk of the session_id index from `:after` ('' sorts before every
+#: id), stopping after `:limit` (-1: no limit). Text compares as UTF-8 bytes: code points.
+SESSIONS_AFTER = (
+    f"SELECT session_id FROM sessions WHERE session_id > :after AND {LISTED}"
+    " ORDER BY session_id LIMIT :limit"
+)
 
 # `sqlmem sessions`: per listed session its active and archived counts and the
 # created_at of its newest message (NULL when it has only a summary).
@@ -344,7 +355,7 @@ SESSION_STATS = f"""
 SELECT session_id, last_seq - archived_seq - holes,
     (SELECT count(*) FROM messages WHERE session = sessions.pk AND seq <= sessions.archived_seq),
     (SELECT created_at FROM messages WHERE session = sessions.pk ORDER BY seq DESC LIMIT 1)
-FROM sessions WHERE {_LISTED} ORDER BY session_id
+FROM sessions WHERE {LISTED} ORDER BY session_id
 """
 
 #: Search mode "any" on large histories (sqlmem.sqlite.stores.fts_any): the ranked subquery yields

@@ -28,12 +28,14 @@ from ...errors import SqlmemError
 from ...records import Fact
 from ...rules.encoding import dumps_json, now_ms
 from ...rules.filters import FactRow, Filters
+from ...rules.identity import fingerprint
 from ...rules.items import ItemFilters
 from ...rules.rows import facts_from_rows
 from ...search.embedding import Embedding
 from ...search.vectors import Vector, from_blobs, rank_by_cosine, to_blob
 from ..core.engine import Engine
 from . import vectors_sql as sql
+from .facts_sql import FINGERPRINT_PREFIX
 from .vectors_sql import count_without_vectors
 
 __all__ = ["MATRIX_MIN_ROWS", "FactVectors", "Prepared"]
@@ -55,9 +57,10 @@ class _Matrix:
     matrix: Vector
 
 
-#: The vector rows of facts about to be written, as `vectors_sql.UPSERT_BY_ID` binds them:
-#: everything but the write itself is done before the transaction (`prepare`).
-Prepared = list[dict[str, Any]]
+#: The vector rows of facts about to be written, as `vectors_sql.upsert_by_id_sql` binds them
+#: (model, dim, content hash, vector, fact id): everything but the write itself is done
+#: before the transaction (`prepare`).
+Prepared = list[tuple[str, int, str, bytes, str]]
 
 Progress = Callable[[int, int], object]
 
@@ -87,13 +90,15 @@ class FactVectors:
         held = self._engine.writer_held_by_me()
         texts = [r.content for r in rows]
         keys = [self.embedding.key(t) for t in texts]
-        vectors = self.embedding.vectors(texts, self._stored(keys), run_model=held is None)
+        stored = self._stored(texts, [r.fingerprint for r in rows])
+        vectors = self.embedding.vectors(texts, stored, run_model=held is None)
         if held is not None:
             later = [(r.id, r.content) for r, v in zip(rows, vectors, strict=True) if v is None]
             if later:
                 held.after_commit(lambda: self._fill_after_commit(later))
+        model = self.embedding.model
         return [
-            _vector_row(self.embedding.model, key, vector, id=r.id)
+            (model, int(vector.shape[0]), key, to_blob(vector), r.id)
             for r, key, vector in zip(rows, keys, vectors, strict=True)
             if vector is not None
         ]
@@ -108,7 +113,7 @@ class FactVectors:
         texts = [content for _, content in written]
         try:
             keys = [self.embedding.key(t) for t in texts]
-            vectors = self.embedding.vectors(texts, self._stored(keys))
+            vectors = self.embedding.vectors(texts, self._stored(texts))
             params = [
                 _vector_row(self.embedding.model, key, vector, id=fact_id, content=content)
                 for (fact_id, content), key, vector in zip(written, keys, vectors, strict=True)
@@ -125,19 +130,39 @@ class FactVectors:
                 exc,
             )
 
-    def _stored(self, keys: list[str]) -> dict[str, Vector]:
-        params = {"hashes": dumps_json(sorted(set(keys))), "model": self.embedding.model}
+    def _stored(self, texts: list[str], fingerprints: list[str] | None = None) -> dict[str, Vector]:
+        """Vectors of the store's model already stored for `texts` (facts holding the
+        very same content), by content hash, as `Embedding.vectors` takes them.
+        `fingerprints`: the texts' fingerprints when the caller has them (a `FactRow`
+        carries its own)."""
+        if fingerprints is None:
+            fingerprints = [fingerprint(t) for t in texts]
+        params = {
+            "prefixes": dumps_json(sorted({f[:FINGERPRINT_PREFIX] for f in fingerprints})),
+            "texts": dumps_json(sorted(set(texts))),
+            "model": self.embedding.model,
+        }
         with self._engine.read() as conn:
-            rows: list[Any] = conn.execute(sql.STORED_BY_HASH, params).fetchall()
-        found: dict[str, Vector] = {}
-        for key, blob in rows:
-            found[key] = from_blobs([blob], len(blob) // 4)[0]
-        return found
+            rows: list[Any] = conn.execute(sql.STORED_BY_CONTENT, params).fetchall()
+        key = self.embedding.key
+        return {key(text): from_blobs([blob], len(blob) // 4)[0] for text, blob in rows}
 
     def write(self, conn: apsw.Connection, prepared: Prepared) -> None:
-        """Inside the fact's write transaction, after its upsert: one prepared statement
-        stepped per row, nothing else done under the lock (W11's lock-hold row)."""
-        conn.executemany(sql.UPSERT_BY_ID, prepared)
+        """Inside the fact's write transaction, after its upsert: one statement per
+        thousand rows with every value ready, and a batch counted once in
+        fact_vectors_version rather than by a trigger per row (`vectors_sql.BATCH_COUNTED`):
+        nothing else is done under the write lock."""
+        batch = len(prepared) >= sql.BATCH_MIN_ROWS
+        if batch:
+            conn.execute(sql.BATCH_COUNTED)
+        for start in range(0, len(prepared), sql.UPSERT_CHUNK):
+            chunk = prepared[start : start + sql.UPSERT_CHUNK]
+            params: list[Any] = []
+            for row in chunk:
+                params += row
+            conn.execute(sql.upsert_by_id_sql(len(chunk)), params)
+        if batch:
+            conn.execute(sql.BATCH_DONE)
 
     def embed_pending(self, batch_size: int, progress: Progress | None) -> int:
         """Fill the vectors that are missing (or of another model), a batch at a time:
@@ -156,7 +181,7 @@ class FactVectors:
             after = page[-1][0]
             texts = [content for _, content in page]
             keys = [self.embedding.key(t) for t in texts]
-            vectors = self.embedding.vectors(texts, self._stored(keys))
+            vectors = self.embedding.vectors(texts, self._stored(texts))
             with self._engine.write() as conn:
                 for (pk, content), key, vector in zip(page, keys, vectors, strict=True):
                     if vector is None:
