@@ -31,7 +31,7 @@ from .harness import (
     with_peers,
 )
 from .history_workloads import latency_rows
-from .raw import RawFacts, RawMetaFacts
+from .raw import RawFacts, RawMetaFacts, stable_plans
 
 __all__ = [
     "w3_fact_search",
@@ -374,6 +374,7 @@ class _SameSchemaUpserts:
         self.conn.pragma("synchronous", "NORMAL")
         self.conn.pragma("recursive_triggers", "ON")
         self.conn.pragma("foreign_keys", "ON")
+        stable_plans(self.conn)
 
     @staticmethod
     def row(fact: sqlmem.Fact) -> tuple[Any, ...]:

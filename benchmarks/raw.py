@@ -27,6 +27,7 @@ __all__ = [
     "connect",
     "match_expr",
     "sqlite_utils_recent",
+    "stable_plans",
 ]
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -36,7 +37,7 @@ TOKENIZER = "porter unicode61 remove_diacritics 2"
 #: on an index built in batches (W3 "all": raw AND p50 ~124 -> ~79 µs, 100,000 facts).
 FTS_PAGE_SIZE = 2000
 
-PRAGMAS = {"journal_mode": "wal", "synchronous": "NORMAL", "busy_timeout_ms": 5000}
+PRAGMAS = {"journal_mode": "wal", "synchronous": "NORMAL", "busy_timeout_ms": 5000, "qpsg": 1}
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -46,7 +47,16 @@ def connect(path: Path) -> apsw.Connection:
     conn.set_busy_timeout(PRAGMAS["busy_timeout_ms"])
     conn.pragma("journal_mode", "wal")
     conn.pragma("synchronous", "NORMAL")
+    stable_plans(conn)
     return conn
+
+
+def stable_plans(conn: apsw.Connection) -> None:
+    """The query planner stability guarantee, as sqlmem's connections have it: without
+    it SQLite compiles a statement again whenever a bound value its plan looked at is
+    bound (a LIMIT, FTS5's own per-word lookup), a connection setting, not library work,
+    so the physical limit gets it too (raw AND at 10,000 facts: ~84 -> ~42 µs)."""
+    conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
 
 
 def match_expr(query: str, joiner: str) -> str | None:

@@ -44,6 +44,7 @@ REGISTRY: list[Entry] = [
     Entry("W1b", "0.1", "history_workloads:w1b_append_many"),
     Entry("W2", "0.1", "history_workloads:w2_get_recent"),
     Entry("W3", "0.1", "fact_workloads:w3_fact_search"),
+    Entry("W3s", "0.1", "small_store:w3s_small_store"),
     Entry("W3p", "0.1", "fact_workloads:w3p_any_prototypes", opt_in=True),
     Entry("W3b", "0.1", "fact_workloads:w3b_filtered_search"),
     Entry("W3m", "0.1", "fact_workloads:w3m_metadata_search"),

@@ -50,6 +50,7 @@ def _sqlmem_pragmas(tmp: Path) -> dict[str, Any]:
         names = ("journal_mode", "synchronous", "foreign_keys", "recursive_triggers",
                  "journal_size_limit", "trusted_schema", "busy_timeout")  # fmt: skip
         found: dict[str, Any] = {name: conn.pragma(name) for name in names}
+        found["qpsg"] = conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, -1)
         pgsz = conn.execute("SELECT v FROM facts_fts_config WHERE k = 'pgsz'").fetchall()
         found["fts5_pgsz"] = pgsz[0][0] if pgsz else "default"
         return found

@@ -53,6 +53,7 @@ from .context import SIZES, Context
 from .data import Corpus
 from .harness import Row, latency_interleaved, percentile
 from .history_workloads import latency_rows
+from .raw import stable_plans
 
 __all__ = ["w10_vector_search", "w11_hybrid_search", "w12_session_search"]
 
@@ -128,6 +129,7 @@ def w10_vector_search(ctx: Context) -> list[Row]:
         samples, "bare", "vector", "p50 <= 1.5x bare", 1.5,
     )  # fmt: skip
     raw = apsw.Connection(str(db.path), flags=apsw.SQLITE_OPEN_READONLY)
+    stable_plans(raw)
     try:
         filtered = _filtered(raw, db, qvec, queries)
     finally:

@@ -18,7 +18,6 @@ as in the twin.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -78,9 +77,6 @@ class PostgresFactPort(SqlFactPort[Engine, "FactVectors"]):
     @property
     def compiler(self) -> QueryCompiler:
         return self._compiler
-
-    def _snapshot(self) -> AbstractContextManager[Conn]:
-        return self._engine.snapshot()
 
     def _place_keyed(self, conn: Conn, facts: list[tuple[str, str]]) -> None:
         chains.place_keyed(conn, self._agent, facts)

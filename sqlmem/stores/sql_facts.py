@@ -93,8 +93,8 @@ class SqlFactPort(Generic[E, VB]):
         return facts_from_rows(self._codec.rows(rows), ranked=False)
 
     def _snapshot(self) -> AbstractContextManager[Any]:
-        """A read of two statements that must agree (PostgreSQL: one snapshot)."""
-        return self._engine.read()
+        """A read of two statements that must agree: one snapshot."""
+        return self._engine.snapshot()
 
     def _live(self, **params: Any) -> dict[str, Any]:
         """A read's values: this agent's facts, live now."""

@@ -45,7 +45,7 @@ from ...config import StoreConfig
 from ...errors import SqlmemError, StoreClosedError
 from ...forksafe import abandon, register
 from ..apsw_errors import translate_errors
-from .calls import Reading, Writing
+from .calls import Reading, Snapshot, Writing
 from .connection import WalCheckpointer
 from .file_open import close_quietly, open_reader, open_writer
 from .migrations import read_fts_tokenizer
@@ -374,6 +374,10 @@ class Engine:
     def read(self) -> Reading:
         """A reader connection for this thread, returned to the pool afterwards."""
         return Reading(self)
+
+    def snapshot(self) -> Snapshot:
+        """`read()` for several statements that must see the file in one state."""
+        return Snapshot(self)
 
     @contextmanager
     def long_read(self) -> Iterator[apsw.Connection]:

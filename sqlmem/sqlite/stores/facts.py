@@ -48,9 +48,9 @@ search's own snapshot; see `query.rarest_terms` for what the result then means);
 query of more words is refused with `InvalidQueryError`, FTS5 syntax not being safely
 trimmable.
 
-Reads use a pooled reader connection, writes one short `BEGIN IMMEDIATE` transaction
-through the engine's writer. Memory items: remember and promotion in
-`sqlmem.sqlite.stores.items`; every read skips expired facts (`facts_sql.LIVE`).
+Reads use a pooled reader (a search's statements in one snapshot), writes one short
+`BEGIN IMMEDIATE` transaction through the engine's writer. Memory items: remember and
+promotion in `sqlmem.sqlite.stores.items`; every read skips expired facts (`LIVE`).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ from ..core.engine import Engine
 from . import chains, items
 from . import facts_list_sql as list_sql
 from . import facts_sql as sql
-from .fts_any import AnyShortcut, capped_terms
+from .fts_any import AnyShortcut, capped_terms, row_count_of
 
 if TYPE_CHECKING:
     from ...rules.candidates import FactCandidate
@@ -205,7 +205,7 @@ class SQLiteFactPort(SqlFactPort[Engine, "FactVectors"]):
 
     def ranked(self, query: FactQuery) -> list[Fact]:
         match = query.text if query.mode == "raw" else self._match(query)
-        with self._engine.read() as conn:
+        with self._engine.snapshot() as conn:
             rows = self.ranked_rows(conn, query, match, query.limit)
         # bm25() is lower-is-better; users get higher-is-better (facts_from_rows negates).
         return facts_from_rows(rows, ranked=True)
@@ -233,23 +233,27 @@ class SQLiteFactPort(SqlFactPort[Engine, "FactVectors"]):
             statement = sql.search_sql(filters.key, item_filters.key)
             params = filters.params() | item_filters.params()
             params["query"], params["limit"], params["now"] = match, limit, now
-        # Expired and superseded facts stay in the index (until expire(); for good):
-        # while there are any, an unfiltered search skips them in the filtered shape
-        # (three index probes when there are none, the usual case).
-        if unfiltered and (
-            conn.execute(sql.ANY_EXPIRED).fetchall() or conn.execute(sql.ANY_INVALID).fetchall()
-        ):
-            unfiltered = False
-            statement, params["now"] = sql.search_live_sql(NO_FILTERS.key), now
+        # Expired and superseded facts stay in the index (until expire(); for good): while
+        # any are, an unfiltered search skips them; "any" reads the index's size with it.
+        total: int | None = None
+        if unfiltered:
+            sized = words == "any" and query.mode != "raw" and len(terms) >= 2
+            found = conn.execute(sql.ANY_HIDDEN_AND_AVERAGES if sized else sql.ANY_HIDDEN)
+            hidden, *averages = found.fetchall()[0]
+            if hidden:
+                unfiltered = False
+                statement, params["now"] = sql.search_live_sql(NO_FILTERS.key), now
+            elif sized:
+                total = row_count_of(averages[0])
         if match is None:
             terms = capped_terms(conn, sql.ANY, terms, words)
             match = params["query"] = phrases(terms, " OR " if words == "any" else " AND ")
             if match is None:  # no kept word is in any row
                 return []
         if query.mode != "all" and query.mode != "raw" and unfiltered:
-            found = self._any.rows(conn, terms, limit)
-            if found is not None:
-                return found
+            shortcut = self._any.rows(conn, terms, limit, total)
+            if shortcut is not None:
+                return shortcut
         try:
             rows: list[Any] = conn.execute(statement, params).fetchall()
         except apsw.SQLError as exc:
@@ -273,7 +277,7 @@ class SQLiteFactPort(SqlFactPort[Engine, "FactVectors"]):
                 return []
             return vectors.search(query_vector, query.limit, query.filters, query.items)
         wanted = hybrid_leg_size(query.limit)
-        with self._engine.read() as conn:
+        with self._engine.snapshot() as conn:
             lexical: list[Any] = []
             if query.terms:
                 lexical = self.ranked_rows(conn, query, self._match(query), wanted)

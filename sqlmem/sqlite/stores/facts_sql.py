@@ -35,6 +35,8 @@ from .fts_names import FACTS_FTS
 __all__ = [
     "ANY",
     "ANY_EXPIRED",
+    "ANY_HIDDEN",
+    "ANY_HIDDEN_AND_AVERAGES",
     "ANY_INVALID",
     "ANY_UNFINGERPRINTED",
     "CATEGORIES",
@@ -137,15 +139,20 @@ SELECT_BY_ID = f"SELECT {_COLUMNS} FROM facts AS f WHERE f.id = :id AND {UNEXPIR
 SELECT_ONE = SELECT_BY_ID  # the name the shared SQL fact port reads
 COUNT = f"SELECT (SELECT count(*) FROM facts) - (SELECT count(*) FROM ({HIDDEN}))"
 #: Whether any stored fact has expired (then search takes the path that skips them).
-#: SQLite's clock (ms, like ours), so the common case binds nothing and its statement
-#: stays constant: what it decides is only which shape a search takes, and the search
-#: itself is exact either way but for a fact expiring in the very millisecond between.
+#: SQLite's clock (ms, like ours): it binds nothing, its text stays constant; it decides
+#: only a search's shape, exact either way but for a fact expiring in that millisecond.
 _CLOCK = "(julianday('now') - 2440587.5) * 86400000.0"
 ANY_EXPIRED = f"SELECT 1 FROM facts WHERE expires_at <= {_CLOCK} LIMIT 1"
-#: The same question for valid time: whether any stored fact is superseded by now, or
-#: valid only later (two probes of partial indexes holding only such facts).
+#: The same for valid time: any fact superseded by now, or valid only later (two probes
+#: of partial indexes holding only such facts).
 ANY_INVALID = (
     f"SELECT 1 WHERE EXISTS (SELECT 1 FROM facts WHERE valid_to <= {_CLOCK})"
+    f" OR EXISTS (SELECT 1 FROM facts WHERE valid_from > {_CLOCK})"
+)
+#: Both in one statement (one row, 1 or 0): what every search reads first.
+ANY_HIDDEN = (
+    f"SELECT EXISTS (SELECT 1 FROM facts WHERE expires_at <= {_CLOCK})"
+    f" OR EXISTS (SELECT 1 FROM facts WHERE valid_to <= {_CLOCK})"
     f" OR EXISTS (SELECT 1 FROM facts WHERE valid_from > {_CLOCK})"
 )
 #: expire(): the delete triggers remove the index entries, fact_tags rows cascade.
@@ -280,6 +287,8 @@ ANY = any_queries(
     f"SELECT {_COLUMNS}, r.score FROM ({{ranked}}) AS r JOIN facts AS f ON f.pk = r.pk"
     " ORDER BY r.score",
 )
+_AVERAGES = ANY.averages  # with ANY_HIDDEN: the row count mode "any" plans by
+ANY_HIDDEN_AND_AVERAGES = f"{ANY_HIDDEN}, ({_AVERAGES})"
 
 
 @cache

@@ -60,6 +60,7 @@ __all__ = [
     "any_queries",
     "capped_terms",
     "fts_row_count",
+    "row_count_of",
     "varint",
     "vocabulary_table",
 ]
@@ -139,11 +140,17 @@ def varint(data: bytes, pos: int) -> tuple[int, int]:
 def fts_row_count(conn: apsw.Connection, queries: AnyQueries) -> int:
     """Rows in the FTS index, read from FTS5's averages record (no scan)."""
     rows: list[Any] = conn.execute(queries.averages).fetchall()
-    if not rows or not isinstance(rows[0][0], bytes) or not rows[0][0]:
+    return row_count_of(rows[0][0] if rows else None)
+
+
+def row_count_of(averages: object) -> int:
+    """The row count an FTS5 averages record (`AnyQueries.averages`) starts with; 0 for
+    none or one we cannot read (then the store behaves as a small one: exact)."""
+    if not isinstance(averages, bytes) or not averages:
         return 0
     try:
-        return varint(rows[0][0], 0)[0]
-    except IndexError:  # a record we cannot read: behave as a small store (exact)
+        return varint(averages, 0)[0]
+    except IndexError:
         return 0
 
 
@@ -158,12 +165,16 @@ class AnyShortcut:
         self._lock = threading.Lock()  # the phrase counts
         self._scan_lock = threading.Lock()  # one vocabulary scan at a time
 
-    def rows(self, conn: apsw.Connection, terms: Sequence[Term], limit: int) -> list[Any] | None:
-        """The result rows for a large table, or None: run the exact OR query."""
+    def rows(
+        self, conn: apsw.Connection, terms: Sequence[Term], limit: int, total: int | None = None
+    ) -> list[Any] | None:
+        """The result rows for a large table, or None: run the exact OR query. `total`:
+        the index's row count when the caller read it already, in this snapshot."""
         if len(terms) < 2:  # one word: OR is AND, the plain query is already cheap
             return None
         q = self.queries
-        total = fts_row_count(conn, q)
+        if total is None:
+            total = fts_row_count(conn, q)
         if total < EXACT_BELOW:
             return None
         cutoff = total * RARE_SHARE

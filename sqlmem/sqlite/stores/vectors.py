@@ -200,7 +200,7 @@ class FactVectors:
     ) -> list[Fact]:
         """The `limit` live facts passing the filters most similar to `query`, best
         first, `score` = the cosine."""
-        with self._engine.read() as conn:
+        with self._engine.snapshot() as conn:
             ranked = self.ranked(conn, query, limit, filters, item_filters, full=True)
         return facts_from_rows([row[1:] for row in ranked], ranked=True)
 

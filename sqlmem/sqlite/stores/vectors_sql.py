@@ -10,8 +10,7 @@ import apsw
 
 from ...rules.encoding import now_ms
 from .facts_sql import (
-    ANY_EXPIRED,
-    ANY_INVALID,
+    ANY_HIDDEN,
     COLUMNS,
     FINGERPRINT_KEY,
     LIVE,
@@ -202,7 +201,7 @@ TAGGED_CANDIDATES = (
 def any_hidden(conn: apsw.Connection) -> bool:
     """Whether a stored fact is expired, superseded or not valid yet (three probes of
     partial indexes that hold only such facts: nothing to read in the usual case)."""
-    return bool(conn.execute(ANY_EXPIRED).fetchall() or conn.execute(ANY_INVALID).fetchall())
+    return bool(conn.execute(ANY_HIDDEN).fetchall()[0][0])
 
 
 def count_without_vectors(conn: apsw.Connection, model: str | None) -> int:
