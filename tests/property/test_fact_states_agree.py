@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -48,6 +50,23 @@ fact_specs = st.lists(
 
 def day(n: float) -> datetime:
     return T0 + timedelta(days=n)
+
+
+@contextmanager
+def both_stores(
+    specs: list[tuple[str, int, int | None, datetime | None, bool]],
+) -> Iterator[tuple[InMemoryFactStore, SQLiteFactStore]]:
+    """The twin and a SQLite store on a fresh file, both filled with `specs`."""
+    folder = Path(tempfile.mkdtemp())
+    engine = Engine(folder / "facts.db", StoreConfig())
+    try:
+        twin, sqlite = InMemoryFactStore(), SQLiteFactStore(engine)
+        for store in (twin, sqlite):
+            fill(store, specs)
+        yield twin, sqlite
+    finally:
+        engine.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def fill(store: FactStore, specs: list[tuple[str, int, int | None, datetime | None, bool]]) -> None:
@@ -115,12 +134,7 @@ def test_states_follow_their_definition_on_both_stores(
     limit: int,
     offset: int,
 ) -> None:
-    folder = Path(tempfile.mkdtemp())
-    engine = Engine(folder / "facts.db", StoreConfig())
-    try:
-        twin, sqlite = InMemoryFactStore(), SQLiteFactStore(engine)
-        for store in (twin, sqlite):
-            fill(store, specs)
+    with both_stores(specs) as (twin, sqlite):
         now = datetime.now(timezone.utc)
         everything = twin.list(state="all", limit=100)
         assert sorted(f.id for f in everything) == sorted(f"f{n}" for n in range(len(specs)))
@@ -131,9 +145,6 @@ def test_states_follow_their_definition_on_both_stores(
             assert [f.id for f in got] == wanted[offset : offset + limit], store
             if state == "live":  # the default read is the same read
                 assert got == store.list(as_of=as_of, limit=limit, offset=offset)
-    finally:
-        engine.close()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 FILTERS: list[dict[str, object]] = [
@@ -164,17 +175,9 @@ def test_states_with_other_filters_agree_on_both_stores(
     limit: int,
     offset: int,
 ) -> None:
-    folder = Path(tempfile.mkdtemp())
-    engine = Engine(folder / "facts.db", StoreConfig())
-    try:
-        twin, sqlite = InMemoryFactStore(), SQLiteFactStore(engine)
-        for store in (twin, sqlite):
-            fill(store, specs)
+    with both_stores(specs) as (twin, sqlite):
         args = dict(filters, state=state, as_of=as_of, limit=limit, offset=offset)
         want = [f.id for f in twin.list(**args)]  # type: ignore[arg-type]
         assert [f.id for f in sqlite.list(**args)] == want  # type: ignore[arg-type]
         everything = twin.list(**dict(args, limit=100, offset=0))  # type: ignore[arg-type]
         assert want == [f.id for f in everything][offset : offset + limit]
-    finally:
-        engine.close()
-        shutil.rmtree(folder, ignore_errors=True)
