@@ -112,15 +112,18 @@ def _demo_file(folder: Path) -> tuple[Path, str]:
 
 def _shows(driver: Any, texts: list[str], name: str) -> None:
     """Wait (10 s at most) until the page's text holds every one of `texts`."""
-    from selenium.common.exceptions import TimeoutException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     def body() -> str:
         return str(driver.find_element(By.TAG_NAME, "body").text)
 
+    # A click that submits a form replaces the page while we read it: the old body goes
+    # stale between finding it and reading its text. Try again on the new page.
+    waiting = WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,))
     try:
-        WebDriverWait(driver, 10).until(lambda d: all(t in body() for t in texts))
+        waiting.until(lambda d: all(t in body() for t in texts))
     except TimeoutException:
         missing = [t for t in texts if t not in body()]
         raise AssertionError(f"{name}: {missing!r} not shown") from None
